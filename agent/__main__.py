@@ -1,0 +1,34 @@
+"""`python -m agent serve [--host H] [--port P]` runs the AgentCore app locally (127.0.0.1:8080 by
+default; the image passes `--host 0.0.0.0`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from agent.config import AgentConfig
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m agent", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the voice agent (AgentCore app)")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    import uvicorn
+
+    from agent.app import create_app
+
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    config = AgentConfig.from_env(**overrides)
+    uvicorn.run(create_app(config), host=config.host, port=config.port, log_level=args.log_level)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

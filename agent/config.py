@@ -1,0 +1,61 @@
+"""The agent's one configuration object. Locally, the variables printed by `python -m emulator env`
+are all it needs: the official clients read their endpoints, region and CA from the same variables
+they would read on AWS."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful voice assistant. Your answers are spoken aloud: reply in short, complete sentences, "
+    "with no markdown, lists or emoji."
+)
+
+
+def _optional_int(name: str) -> int | None:
+    raw = os.environ.get(name)
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    region: str = "us-east-1"
+    tts_endpoint: str = "kokoro-82m"
+    tts_voice: str = "jm_kumo"
+    tts_format: str = "pcm"
+    bedrock_model_id: str = "global.anthropic.claude-sonnet-4-6"
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    sagemaker_http2_endpoint: str | None = None
+    ca_bundle: str | None = None
+    first_fragment_min_words: int | None = None
+    host: str = "127.0.0.1"
+    port: int = 8080
+
+    @property
+    def sagemaker_endpoint_uri(self) -> str:
+        """The bidirectional-streaming endpoint: the configured one, else AWS's (port 8443)."""
+        return self.sagemaker_http2_endpoint or f"https://runtime.sagemaker.{self.region}.amazonaws.com:8443"
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> AgentConfig:
+        env = os.environ
+        config = cls(
+            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or cls.region,
+            tts_endpoint=env.get("AGENT_TTS_ENDPOINT") or cls.tts_endpoint,
+            tts_voice=env.get("AGENT_TTS_VOICE") or cls.tts_voice,
+            tts_format=env.get("AGENT_TTS_FORMAT") or cls.tts_format,
+            bedrock_model_id=env.get("AGENT_BEDROCK_MODEL_ID") or cls.bedrock_model_id,
+            system_prompt=env.get("AGENT_SYSTEM_PROMPT") or cls.system_prompt,
+            sagemaker_http2_endpoint=env.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2") or env.get("AWS_ENDPOINT_URL"),
+            ca_bundle=env.get("AWS_CA_BUNDLE") or None,
+            first_fragment_min_words=_optional_int("AGENT_FIRST_FRAGMENT_WORDS"),
+            host=env.get("AGENT_HOST") or cls.host,
+            port=int(env.get("AGENT_PORT") or cls.port),
+        )
+        return replace(config, **overrides) if overrides else config

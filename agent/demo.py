@@ -1,0 +1,156 @@
+"""`agent-infra demo`: the same prompt through both modes of a running agent, timed from the client.
+
+The target is a local URL (`http://127.0.0.1:8080`) or a deployed AgentCore runtime ARN (called
+through boto3 `bedrock-agentcore` `invoke_agent_runtime`). Times are taken where the events arrive:
+time to first text (first `text_delta`), time to first audio (first `audio_chunk`), total (`agent_end`),
+each relative to the arrival of `agent_start`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+
+import httpx
+
+from tts.sse import SSEParser
+
+DEFAULT_PROMPT = "Where is my order, and when will it arrive?"
+MODES = ("bidi", "batch")
+
+
+class DemoError(RuntimeError):
+    """The agent answered with an error event or not at all."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    mode: str
+    ttft_ms: float
+    ttfa_ms: float
+    total_ms: float
+    chunks: int
+    text: str
+
+
+def _local_chunks(url: str, payload: dict, session_id: str) -> Iterator[bytes]:
+    headers = {"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": session_id}
+    with httpx.stream("POST", f"{url.rstrip('/')}/invocations", json=payload, headers=headers,
+                      timeout=httpx.Timeout(120, connect=10)) as response:
+        if response.status_code != 200:
+            raise DemoError(f"agent answered HTTP {response.status_code}: {response.read()[:300]!r}")
+        yield from response.iter_raw()
+
+
+def _runtime_chunks(arn: str, payload: dict, session_id: str) -> Iterator[bytes]:
+    import boto3
+
+    region = arn.split(":")[3]
+    client = boto3.client("bedrock-agentcore", region_name=region)
+    response = client.invoke_agent_runtime(
+        agentRuntimeArn=arn, runtimeSessionId=session_id, payload=json.dumps(payload).encode(),
+        contentType="application/json", accept="text/event-stream",
+    )
+    yield from response["response"].iter_chunks()
+
+
+def run_once(target: str, mode: str, prompt: str, voice: str | None, audio_format: str | None) -> RunResult:
+    payload: dict = {"prompt": prompt, "mode": mode}
+    if voice:
+        payload["voice"] = voice
+    if audio_format:
+        payload["format"] = audio_format
+    session_id = f"demo-{mode}-{uuid.uuid4()}"  # a fresh conversation per run; AgentCore wants >= 33 chars
+    chunks = _runtime_chunks(target, payload, session_id) if target.startswith("arn:") else _local_chunks(
+        target, payload, session_id)
+    parser = SSEParser()
+    started = first_text = first_audio = ended = None
+    audio_chunks, text = 0, ""
+    for raw in chunks:
+        now = time.perf_counter()
+        for event in parser.feed(raw):
+            kind = event.get("type")
+            if kind == "agent_start":
+                started = now
+            elif kind == "text_delta":
+                first_text = first_text or now
+                text += event.get("text", "")
+            elif kind == "audio_chunk":
+                first_audio = first_audio or now
+                audio_chunks += 1
+            elif kind == "error":
+                raise DemoError(f"{mode}: {event.get('code')}: {event.get('message')}")
+            elif kind == "agent_end":
+                ended = now
+    if started is None or first_text is None or first_audio is None or ended is None:
+        raise DemoError(f"{mode}: the stream ended without text, audio or agent_end")
+
+    def ms(t: float) -> float:
+        return round((t - started) * 1000, 1)
+
+    return RunResult(mode, ms(first_text), ms(first_audio), ms(ended), audio_chunks, text)
+
+
+def compare(target: str, prompt: str, runs: int, voice: str | None = None,
+            audio_format: str | None = None) -> dict:
+    """Both modes, `runs` times each, alternating which goes first; medians and the TTFA ratio."""
+    results: dict[str, list[RunResult]] = {mode: [] for mode in MODES}
+    for n in range(runs):
+        for mode in MODES if n % 2 == 0 else reversed(MODES):
+            results[mode].append(run_once(target, mode, prompt, voice, audio_format))
+    summary: dict = {}
+    for mode, rows in results.items():
+        summary[mode] = {key: statistics.median(getattr(r, key) for r in rows)
+                         for key in ("ttfa_ms", "ttft_ms", "total_ms", "chunks")}
+        summary[mode]["runs"] = [asdict(r) | {"text": None} for r in rows]
+    summary["ratio"] = round(summary["batch"]["ttfa_ms"] / summary["bidi"]["ttfa_ms"], 2)
+    summary["text"] = results["bidi"][0].text
+    return summary
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--endpoint-url", required=True,
+                        help="the agent: http://127.0.0.1:8080, or an AgentCore runtime ARN")
+    parser.add_argument("--prompt", default=DEFAULT_PROMPT)
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--voice")
+    parser.add_argument("--format", dest="audio_format", choices=["pcm", "wav", "mp3", "aac", "opus"])
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+
+
+def report(summary: dict) -> str:
+    lines = [f"{'mode':<6} {'first text':>11} {'first audio':>12} {'total':>9} {'chunks':>7}"]
+    for mode in MODES:
+        row = summary[mode]
+        lines.append(f"{mode:<6} {row['ttft_ms']:>9.0f}ms {row['ttfa_ms']:>10.0f}ms {row['total_ms']:>7.0f}ms "
+                     f"{row['chunks']:>7.0f}")
+    lines.append(f"bidi TTFA is {summary['ratio']:.1f}x faster than batch")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="agent-infra demo", description=__doc__)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        summary = compare(args.endpoint_url, args.prompt, args.runs, args.voice, args.audio_format)
+    except (DemoError, httpx.HTTPError) as exc:
+        print(f"demo failed: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({mode: {k: summary[mode][k] for k in ("ttfa_ms", "ttft_ms", "total_ms")}
+                          for mode in MODES} | {"ratio": summary["ratio"]}))
+    else:
+        print(f"answer: {summary['text']}")
+        print(report(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,209 @@
+"""The two ways to speak an answer, producing the same events.
+
+- bidi: two concurrent tasks feed one queue. The text task streams the model's deltas through the
+  sentence chunker and sends each sentence the moment it is complete; the audio task relays what the
+  endpoint sends back. Events come out in real arrival order, so the first sentence plays while the
+  model is still writing the fourth.
+- batch: the baseline. Wait for the whole answer, then synthesize it as one message.
+
+Both open the TTS session at the start of the turn (overlapping the model's first-token latency), so
+the comparison measures only when text is sent, not connection setup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+from agent.chunker import IncrementalSentenceChunker
+from agent.events import Event, EventClock, audio_chunk, error
+from agent.tts_session import Audio, TTSSession, TTSStreamError
+
+TextSource = Callable[[str], AsyncIterator[str]]
+SessionOpener = Callable[[], Awaitable[TTSSession]]
+Emit = Callable[[Event], None]
+
+SAMPLE_RATE = 24_000
+
+
+@dataclass(frozen=True)
+class Turn:
+    prompt: str
+    mode: str = "bidi"
+    voice: str = "jm_kumo"
+    audio_format: str = "pcm"
+    first_fragment_min_words: int | None = None
+
+
+class _Failed:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+_DONE = object()
+
+
+@dataclass
+class _Tally:
+    """What the turn produced, for `agent_end`."""
+
+    text: str = ""
+    sentences: int = 0
+    ttft_ms: float | None = None
+    ttfa_ms: float | None = None
+    audio_s: float = 0.0
+
+    def end_event(self, clock: EventClock, ok: bool) -> Event:
+        return clock.event(
+            "agent_end", ok=ok, text=self.text, sentences=self.sentences, ttft_ms=self.ttft_ms,
+            ttfa_ms=self.ttfa_ms, audio_s=round(self.audio_s, 3),
+        )
+
+
+def _start_event(clock: EventClock, turn: Turn) -> Event:
+    return clock.event("agent_start", mode=turn.mode, voice=turn.voice, format=turn.audio_format,
+                       sample_rate=SAMPLE_RATE, channels=1)
+
+
+async def _audio_events(session: TTSSession, clock: EventClock, turn: Turn, tally: _Tally) -> AsyncIterator[Event]:
+    """Relay everything the endpoint sends until it closes the session."""
+    seq = 0
+    sentence: int | None = None
+    async for chunk in session.chunks():
+        if isinstance(chunk, Audio):
+            if seq == 0:
+                tally.ttfa_ms = clock.ms()
+                yield clock.event("audio_stream_start", format=turn.audio_format, voice=turn.voice,
+                                  sample_rate=SAMPLE_RATE, channels=1)
+            yield audio_chunk(clock, seq, chunk.data, sentence)
+            seq += 1
+        elif chunk.type == "synthesis_start":
+            rid = str(chunk.message.get("request_id", ""))
+            sentence = int(rid[1:]) if rid[1:].isdigit() else None
+        elif chunk.type == "synthesis_complete":
+            tally.audio_s += float(chunk.message.get("duration_s", 0.0))
+        elif chunk.type == "error":
+            yield error(clock, str(chunk.message.get("code", "tts_error")), str(chunk.message.get("message", "")))
+    if seq:
+        yield clock.event("audio_stream_end", total_chunks=seq, duration_s=round(tally.audio_s, 3))
+
+
+async def _merged(*producers: Callable[[Emit], Awaitable[None]]) -> AsyncIterator[Event]:
+    """Run producers concurrently; yield what they emit in arrival order; re-raise the first failure."""
+    queue: asyncio.Queue[Event | object] = asyncio.Queue()
+
+    async def run(producer: Callable[[Emit], Awaitable[None]]) -> None:
+        try:
+            await producer(queue.put_nowait)
+        except Exception as exc:
+            queue.put_nowait(_Failed(exc))
+        finally:
+            queue.put_nowait(_DONE)
+
+    tasks = [asyncio.create_task(run(p)) for p in producers]
+    try:
+        remaining = len(tasks)
+        while remaining:
+            item = await queue.get()
+            if item is _DONE:
+                remaining -= 1
+            elif isinstance(item, _Failed):
+                raise item.exc
+            else:
+                yield item  # type: ignore[misc]
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _guarded(events: AsyncIterator[Event], clock: EventClock, tally: _Tally) -> AsyncIterator[Event]:
+    """Turn a failure into a typed `error` event; always finish with `agent_end`."""
+    ok = True
+    try:
+        async for event in events:
+            ok = ok and event["type"] != "error"
+            yield event
+    except TTSStreamError as exc:
+        ok = False
+        yield error(clock, "tts_stream_error", str(exc))
+    except Exception as exc:
+        ok = False
+        yield error(clock, type(exc).__name__, str(exc) or type(exc).__name__)
+    yield tally.end_event(clock, ok)
+
+
+async def run_bidi(turn: Turn, model: TextSource, open_session: SessionOpener) -> AsyncIterator[Event]:
+    clock, tally = EventClock(), _Tally()
+    yield _start_event(clock, turn)
+    session_task = asyncio.ensure_future(open_session())
+
+    async def speak_text(emit: Emit) -> None:
+        chunker = IncrementalSentenceChunker(first_fragment_min_words=turn.first_fragment_min_words)
+        session = await session_task
+        delta_seq = 0
+        async for delta in model(turn.prompt):
+            tally.ttft_ms = tally.ttft_ms if tally.ttft_ms is not None else clock.ms()
+            tally.text += delta
+            emit(clock.event("text_delta", seq=delta_seq, text=delta))
+            delta_seq += 1
+            for sentence in chunker.feed(delta):
+                await session.synthesize(sentence, f"s{tally.sentences}", turn.voice, turn.audio_format)
+                tally.sentences += 1
+        rest = chunker.flush()
+        if rest:
+            await session.synthesize(rest, f"s{tally.sentences}", turn.voice, turn.audio_format)
+            tally.sentences += 1
+        await session.finish()
+
+    async def relay_audio(emit: Emit) -> None:
+        async for event in _audio_events(await session_task, clock, turn, tally):
+            emit(event)
+
+    try:
+        async for event in _guarded(_merged(speak_text, relay_audio), clock, tally):
+            yield event
+    finally:
+        await _close(session_task)
+
+
+async def run_batch(turn: Turn, model: TextSource, open_session: SessionOpener) -> AsyncIterator[Event]:
+    clock, tally = EventClock(), _Tally()
+    yield _start_event(clock, turn)
+    session_task = asyncio.ensure_future(open_session())
+
+    async def answer_then_speak() -> AsyncIterator[Event]:
+        delta_seq = 0
+        async for delta in model(turn.prompt):
+            tally.ttft_ms = tally.ttft_ms if tally.ttft_ms is not None else clock.ms()
+            tally.text += delta
+            yield clock.event("text_delta", seq=delta_seq, text=delta)
+            delta_seq += 1
+        session = await session_task
+        if tally.text.strip():
+            await session.synthesize(tally.text.strip(), "s0", turn.voice, turn.audio_format)
+            tally.sentences = 1
+        await session.finish()
+        async for event in _audio_events(session, clock, turn, tally):
+            yield event
+
+    try:
+        async for event in _guarded(answer_then_speak(), clock, tally):
+            yield event
+    finally:
+        await _close(session_task)
+
+
+async def _close(session_task: asyncio.Future[TTSSession]) -> None:
+    """Release the session whether the turn finished, failed or was abandoned (barge-in, disconnect)."""
+    if not session_task.done():
+        session_task.cancel()
+    try:
+        session = await session_task
+    except (asyncio.CancelledError, Exception):
+        return
+    await session.aclose()
+
+
+MODES = {"bidi": run_bidi, "batch": run_batch}

@@ -1,0 +1,129 @@
+"""One persistent bidirectional session to the Kokoro endpoint, through the official client.
+
+Sentences are sent the moment they exist (the container queues them and computes them back to back);
+nothing waits for `synthesis_complete` before sending the next one. Everything that comes back is one
+kind of chunk, split by one rule (`classify`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
+from aws_sdk_sagemaker_runtime_http2.models import (
+    InternalStreamFailure,
+    InvokeEndpointWithBidirectionalStreamInput,
+    ModelStreamError,
+    RequestPayloadPart,
+    RequestStreamEventPayloadPart,
+    ResponseStreamEventPayloadPart,
+)
+
+
+@dataclass(frozen=True)
+class Audio:
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Control:
+    message: dict[str, Any]
+
+    @property
+    def type(self) -> str | None:
+        kind = self.message.get("type")
+        return kind if isinstance(kind, str) else None
+
+
+def classify(chunk: bytes) -> Audio | Control:
+    """A chunk is a control frame only if the WHOLE chunk parses as a JSON object; anything else is
+    audio. Raw PCM can start with 0x7b ('{'), so looking at the first byte is not enough."""
+    if chunk.lstrip()[:1] == b"{":
+        try:
+            message = json.loads(chunk)
+        except (UnicodeDecodeError, ValueError):
+            return Audio(chunk)
+        if isinstance(message, dict):
+            return Control(message)
+    return Audio(chunk)
+
+
+class TTSStreamError(RuntimeError):
+    """The endpoint ended the session with an error event (e.g. the container closed abnormally)."""
+
+    def __init__(self, code: str | None, message: str) -> None:
+        super().__init__(f"{code}: {message}" if code else message)
+        self.code = code
+
+
+class TTSSession:
+    """Use as `async with await TTSSession.open(client, endpoint) as session:`."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._closed_input = False
+
+    @classmethod
+    async def open(cls, client: AsyncSageMakerRuntimeHTTP2Client, endpoint_name: str) -> TTSSession:
+        stream = await client.invoke_endpoint_with_bidirectional_stream(
+            InvokeEndpointWithBidirectionalStreamInput(endpoint_name=endpoint_name)
+        )
+        return cls(stream)
+
+    async def __aenter__(self) -> TTSSession:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        payload = json.dumps(message, separators=(",", ":")).encode()
+        await self._stream.input_stream.send(
+            RequestStreamEventPayloadPart(value=RequestPayloadPart(bytes_=payload, data_type="UTF8"))
+        )
+
+    async def synthesize(self, text: str, request_id: str, voice: str, audio_format: str) -> None:
+        await self.send({"text": text, "request_id": request_id, "voice": voice, "format": audio_format})
+
+    async def cancel(self, request_id: str | None = None) -> None:
+        await self.send({"type": "cancel"} if request_id is None else {"type": "cancel", "request_id": request_id})
+
+    async def finish(self) -> None:
+        """No more messages: the container finishes what is queued, then closes the session."""
+        if not self._closed_input:
+            self._closed_input = True
+            await self.send({"type": "close"})
+            await self._stream.input_stream.close()
+
+    async def chunks(self) -> AsyncIterator[Audio | Control]:
+        """Every chunk the container sends, in order, reassembled when it arrives in fragments."""
+        _, output = await self._stream.await_output()
+        fragments: list[bytes] = []
+        try:
+            async for event in output:
+                if not isinstance(event, ResponseStreamEventPayloadPart):
+                    continue
+                part = event.value
+                fragments.append(part.bytes_ or b"")
+                if part.completion_state == "PARTIAL":
+                    continue
+                chunk, fragments = b"".join(fragments), []
+                yield classify(chunk)
+        except ModelStreamError as exc:
+            raise TTSStreamError(exc.error_code, exc.message) from exc
+        except InternalStreamFailure as exc:
+            raise TTSStreamError("InternalStreamFailure", exc.message) from exc
+
+    async def aclose(self) -> None:
+        """Close the session. Input still open means the turn was abandoned (barge-in, a client that
+        went away): cancel what is queued first, so the endpoint stops computing unwanted audio."""
+        # The stream may already be broken; closing must not mask the error that brought us here.
+        with contextlib.suppress(Exception):
+            if not self._closed_input:
+                await self.cancel()
+            await self.finish()
+        await self._stream.close()

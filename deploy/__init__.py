@@ -1,0 +1,1 @@
+"""Deploy the speech endpoint and the voice agent to AWS with the CDK, and take them down again."""

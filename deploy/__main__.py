@@ -1,0 +1,55 @@
+"""`python -m deploy aws|synth|destroy|status`: the whole system at once (speech endpoint, then agent)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from deploy import cli
+from deploy.naming import all_parts
+from deploy.orchestrate import deploy_parts, destroy_parts, status_of
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="python -m deploy", description=__doc__)
+    commands = root.add_subparsers(dest="command", required=True)
+    aws = commands.add_parser("aws", help="check prerequisites, deploy the speech stacks then the agent stacks")
+    synth = commands.add_parser("synth", help="synthesize every stack offline into cdk.out")
+    destroy = commands.add_parser("destroy", help="delete the agent stacks, then the speech stacks")
+    status = commands.add_parser("status", help="the endpoint and the runtime: ready, or why not")
+    for command in (aws, synth):
+        cli.add_speech(command, image_flag="--tts-image-uri")
+        cli.add_agent(command, image_flag="--agent-image-uri")
+        cli.add_source(command)
+    cli.add_wait(aws)
+    cli.add_wait(destroy)
+    status.add_argument("--tts-endpoint", help="SageMaker endpoint name (default kokoro-82m)")
+    for command in (aws, synth, destroy, status):
+        cli.add_common(command)
+    return root
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+
+    def command() -> int:
+        config = cli.config_from(args)
+        parts = all_parts(config)
+        if args.command == "synth":
+            assembly = cli.toolkit(config).synth(parts)
+            print(f"synthesized {', '.join(stack for part in parts for stack in part.stacks)} into {assembly}")
+            return 0
+        aws = cli.clients(config)
+        if args.command == "aws":
+            statuses = deploy_parts(config, parts, aws, cli.toolkit(config), wait=not args.no_wait)
+            return 0 if all(status.ready for status in statuses) or args.no_wait else 1
+        if args.command == "destroy":
+            destroy_parts(config, parts, aws)
+            return 0
+        return cli.print_statuses(status_of(config, parts, aws))
+
+    return cli.run(command)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

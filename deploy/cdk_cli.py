@@ -1,0 +1,56 @@
+"""The seam between the orchestration and the CDK: synthesize the app, deploy named stacks.
+
+`CdkToolkit` is the real one: Python synthesis in this process, then `cdk deploy --app <assembly>` as a
+subprocess, so what is deployed is exactly what was synthesized. Tests put a recorder here instead.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from deploy.config import DeployConfig
+from deploy.errors import CdkFailed
+from deploy.naming import Part
+
+
+class Cdk(Protocol):
+    def synth(self, parts: Sequence[Part]) -> Path: ...
+
+    def deploy(self, stacks: Sequence[str]) -> None: ...
+
+
+class CdkToolkit:
+    def __init__(self, config: DeployConfig):
+        self.config = config
+
+    def synth(self, parts: Sequence[Part]) -> Path:
+        from deploy.app import synth
+
+        return synth(self.config, parts)
+
+    def deploy_argv(self, stacks: Sequence[str]) -> list[str]:
+        outdir = self.config.outdir
+        return [
+            *self.config.cdk_command,
+            "deploy",
+            "--app",
+            str(outdir),
+            "--exclusively",
+            "--require-approval",
+            "never",
+            "--outputs-file",
+            str(outdir / "outputs.json"),
+            *stacks,
+        ]
+
+    def deploy(self, stacks: Sequence[str]) -> None:
+        env = dict(os.environ)
+        if self.config.region:
+            env["AWS_REGION"] = env["AWS_DEFAULT_REGION"] = self.config.region
+        result = subprocess.run(self.deploy_argv(stacks), env=env, check=False)
+        if result.returncode != 0:
+            raise CdkFailed(f"cdk deploy {' '.join(stacks)} failed (exit {result.returncode}); see its output above")

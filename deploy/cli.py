@@ -1,0 +1,97 @@
+"""What the three command lines share: flags that map onto `DeployConfig` fields, and one error rule
+(a `DeployError` prints its message and exits 2; no traceback for problems the user can fix)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from deploy.aws import Aws
+from deploy.cdk_cli import CdkToolkit
+from deploy.config import DeployConfig
+from deploy.errors import DeployError
+from deploy.status import Status
+
+# Flags whose `dest` is a DeployConfig field; absent flags (None) leave the environment's value.
+CONFIG_FIELDS = (
+    "region",
+    "instance_type",
+    "instance_count",
+    "max_instance_count",
+    "target_concurrency",
+    "tts_image_uri",
+    "model_dir",
+    "bedrock_model_id",
+    "tts_endpoint",
+    "tts_voice",
+    "agent_image_uri",
+    "source_dir",
+    "outdir",
+    "wait_delay_s",
+    "wait_timeout_s",
+)
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--region", help="AWS region (default: AWS_REGION or the profile's)")
+
+
+def add_wait(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-wait", action="store_true", help="do not wait for InService/READY")
+    parser.add_argument("--wait-delay", dest="wait_delay_s", type=float, help="seconds between status checks")
+    parser.add_argument("--wait-timeout", dest="wait_timeout_s", type=float, help="give up after this many seconds")
+
+
+def add_source(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--source-dir", type=Path, help="repository root with the Dockerfiles")
+    parser.add_argument("--outdir", type=Path, help="where to write the cloud assembly (default: cdk.out)")
+
+
+def add_speech(parser: argparse.ArgumentParser, image_flag: str = "--image-uri") -> None:
+    parser.add_argument("--instance-type", help="default ml.g5.xlarge")
+    parser.add_argument("--instance-count", type=int, help="instances behind the endpoint (default 1)")
+    parser.add_argument(
+        "--max-instance-count", type=int, help="above the instance count: autoscale on concurrent requests"
+    )
+    parser.add_argument("--target-concurrency", type=float, help="concurrent requests per instance to aim for")
+    parser.add_argument(image_flag, dest="tts_image_uri", help="tts image already in ECR (no Docker needed)")
+    parser.add_argument("--model-dir", type=Path, help="model directory to upload (default: export from PyPI)")
+
+
+def add_agent(parser: argparse.ArgumentParser, *, image_flag: str = "--image-uri", required: bool = False) -> None:
+    parser.add_argument("--bedrock-model-id", required=required, help="Bedrock model or inference-profile ID")
+    parser.add_argument("--tts-endpoint", help="SageMaker endpoint the agent speaks through (default kokoro-82m)")
+    parser.add_argument("--voice", dest="tts_voice", help="default voice (default jm_kumo)")
+    parser.add_argument(image_flag, dest="agent_image_uri", help="ARM64 agent image already in ECR")
+
+
+def config_from(args: argparse.Namespace, **extra: object) -> DeployConfig:
+    values = {name: getattr(args, name, None) for name in CONFIG_FIELDS}
+    return DeployConfig.from_env(**values, **extra)
+
+
+def clients(config: DeployConfig) -> Aws:
+    return Aws(region=config.region)
+
+
+def toolkit(config: DeployConfig) -> CdkToolkit:
+    return CdkToolkit(config)
+
+
+def print_statuses(statuses: Sequence[Status]) -> int:
+    for status in statuses:
+        print(status)
+    return 0 if all(status.ready for status in statuses) else 1
+
+
+def run(command: Callable[[], int]) -> int:
+    try:
+        return command()
+    except DeployError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,151 @@
+"""The deploy commands' one configuration object, read from `DEPLOY_*` variables by `from_env()`.
+
+Command-line flags override single fields with `dataclasses.replace`; validation happens once, in
+`__post_init__`, so a bad value is a `ConfigError` before anything is synthesized or called.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shlex
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from agent.config import AgentConfig
+from deploy.bedrock import validate_model_id
+from deploy.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# The speech models this package can deploy: key -> the GPU image's Dockerfile (repository-root context).
+SPEECH_MODELS = {"kokoro-82m": "tts/Dockerfile.gpu"}
+AGENT_DOCKERFILE = "agent/Dockerfile"
+DEFAULT_BEDROCK_MODEL_ID = AgentConfig.bedrock_model_id
+
+_ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+_RUNTIME_NAME = re.compile(r"[a-zA-Z][a-zA-Z0-9_]{0,47}")
+_INSTANCE_TYPE = re.compile(r"ml\.[a-z0-9]+\.[a-z0-9]+")
+
+
+def _env_number(name: str, default: float, kind: type = int) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return kind(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
+
+
+def _env_path(name: str) -> Path | None:
+    raw = os.environ.get(name)
+    return Path(raw).expanduser() if raw else None
+
+
+@dataclass(frozen=True)
+class DeployConfig:
+    """Everything the stacks and the commands need; one instance per command run."""
+
+    model: str = "kokoro-82m"
+    region: str | None = None
+    instance_type: str = "ml.g5.xlarge"
+    instance_count: int = 1
+    max_instance_count: int = 1
+    target_concurrency: float = 8.0
+    tts_image_uri: str | None = None
+    model_dir: Path | None = None
+    export_dir: Path = Path.home() / ".cache" / "voice-agent-aws" / "model-export"
+    bedrock_model_id: str = DEFAULT_BEDROCK_MODEL_ID
+    tts_endpoint: str | None = None
+    tts_voice: str = "jm_kumo"
+    runtime_name: str = "voice_agent"
+    agent_image_uri: str | None = None
+    source_dir: Path = REPO_ROOT
+    outdir: Path = REPO_ROOT / "cdk.out"
+    cdk_command: tuple[str, ...] = ("cdk",)
+    docker_command: str = "docker"
+    wait_delay_s: float = 30.0
+    wait_timeout_s: float = 3600.0
+
+    def __post_init__(self) -> None:
+        if self.model not in SPEECH_MODELS:
+            raise ConfigError(f"unknown speech model {self.model!r}; known: {', '.join(SPEECH_MODELS)}")
+        if not _INSTANCE_TYPE.fullmatch(self.instance_type):
+            raise ConfigError(f"instance type must look like ml.g5.xlarge, got {self.instance_type!r}")
+        if self.instance_count < 1:
+            raise ConfigError(f"instance count must be at least 1, got {self.instance_count}")
+        if self.max_instance_count < self.instance_count:
+            raise ConfigError(
+                f"max instance count ({self.max_instance_count}) is below the instance count "
+                f"({self.instance_count}); set it equal to disable autoscaling"
+            )
+        if not self.target_concurrency > 0:
+            raise ConfigError(f"target concurrency must be positive, got {self.target_concurrency}")
+        if not _ENDPOINT_NAME.fullmatch(self.endpoint_name):
+            raise ConfigError(f"{self.endpoint_name!r} is not a valid SageMaker endpoint name")
+        if not _RUNTIME_NAME.fullmatch(self.runtime_name):
+            raise ConfigError(
+                f"runtime name {self.runtime_name!r} must start with a letter and hold only letters, "
+                "digits and underscores (at most 48)"
+            )
+        validate_model_id(self.bedrock_model_id)
+        if not self.cdk_command:
+            raise ConfigError("the cdk command is empty")
+        if not (self.wait_delay_s > 0 and self.wait_timeout_s > 0):
+            raise ConfigError("wait delay and wait timeout must be positive")
+
+    @property
+    def endpoint_name(self) -> str:
+        """The SageMaker endpoint the agent speaks through: its own setting, else the model's name."""
+        return self.tts_endpoint or self.model
+
+    @property
+    def tts_dockerfile(self) -> str:
+        return SPEECH_MODELS[self.model]
+
+    @property
+    def autoscaling(self) -> bool:
+        return self.max_instance_count > self.instance_count
+
+    @property
+    def wait_attempts(self) -> int:
+        return max(1, math.ceil(self.wait_timeout_s / self.wait_delay_s))
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> DeployConfig:
+        env = os.environ
+        source_dir = _env_path("DEPLOY_SOURCE_DIR") or cls.source_dir
+        values: dict[str, object] = {
+            "model": env.get("DEPLOY_MODEL") or cls.model,
+            "region": env.get("DEPLOY_REGION") or None,
+            "instance_type": env.get("DEPLOY_INSTANCE_TYPE") or cls.instance_type,
+            "instance_count": int(_env_number("DEPLOY_INSTANCE_COUNT", cls.instance_count)),
+            "target_concurrency": _env_number("DEPLOY_TARGET_CONCURRENCY", cls.target_concurrency, float),
+            "tts_image_uri": env.get("DEPLOY_TTS_IMAGE_URI") or None,
+            "model_dir": _env_path("DEPLOY_MODEL_DIR"),
+            "export_dir": _env_path("DEPLOY_EXPORT_DIR") or cls.export_dir,
+            "bedrock_model_id": env.get("DEPLOY_BEDROCK_MODEL_ID")
+            or env.get("AGENT_BEDROCK_MODEL_ID")
+            or cls.bedrock_model_id,
+            "tts_endpoint": env.get("DEPLOY_TTS_ENDPOINT") or None,
+            "tts_voice": env.get("AGENT_TTS_VOICE") or cls.tts_voice,
+            "runtime_name": env.get("DEPLOY_RUNTIME_NAME") or cls.runtime_name,
+            "agent_image_uri": env.get("DEPLOY_AGENT_IMAGE_URI") or None,
+            "source_dir": source_dir,
+            "outdir": _env_path("DEPLOY_OUTDIR") or source_dir / "cdk.out",
+            "cdk_command": tuple(shlex.split(env.get("DEPLOY_CDK_CLI") or "cdk")),
+            "docker_command": env.get("DEPLOY_DOCKER") or cls.docker_command,
+            "wait_delay_s": _env_number("DEPLOY_WAIT_DELAY_S", cls.wait_delay_s, float),
+            "wait_timeout_s": _env_number("DEPLOY_WAIT_TIMEOUT_S", cls.wait_timeout_s, float),
+        }
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        # Without an explicit maximum the endpoint keeps a fixed size (no autoscaling).
+        default_max = values["instance_count"]
+        values.setdefault("max_instance_count", int(_env_number("DEPLOY_MAX_INSTANCE_COUNT", default_max)))
+        return cls(**values)  # type: ignore[arg-type]
+
+    def with_overrides(self, **overrides: object) -> DeployConfig:
+        """A copy with the given fields changed; `None` means "not given" and keeps the current value."""
+        return replace(self, **{key: value for key, value in overrides.items() if value is not None})

@@ -1,0 +1,83 @@
+"""Deploy and destroy in the right order, with every check up front and a status at the end.
+
+Deploy: check prerequisites (all of them, one report) -> synthesize -> for each part in order (speech,
+then agent): `cdk deploy` its stacks, then wait until the endpoint is InService / the runtime READY.
+Destroy goes through the parts backwards (see `deploy.teardown`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from deploy.aws import Aws
+from deploy.cdk_cli import Cdk
+from deploy.config import DeployConfig
+from deploy.naming import Part
+from deploy.prereqs import check_prerequisites, require_identity
+from deploy.status import Status, endpoint_status, runtime_status
+from deploy.teardown import destroy
+from deploy.waiters import wait_endpoint_in_service, wait_runtime_ready
+
+Echo = Callable[[str], None]
+
+
+def wait_part(config: DeployConfig, aws: Aws, part: Part) -> Status:
+    if part.kind == "speech":
+        return wait_endpoint_in_service(
+            aws.client("sagemaker"),
+            config.endpoint_name,
+            delay_s=config.wait_delay_s,
+            attempts=config.wait_attempts,
+        )
+    return wait_runtime_ready(
+        aws.client("bedrock-agentcore-control"),
+        config.runtime_name,
+        delay_s=config.wait_delay_s,
+        attempts=config.wait_attempts,
+    )
+
+
+def part_status(config: DeployConfig, aws: Aws, part: Part) -> Status:
+    if part.kind == "speech":
+        return endpoint_status(aws.client("sagemaker"), config.endpoint_name)
+    return runtime_status(aws.client("bedrock-agentcore-control"), config.runtime_name)
+
+
+def deploy_parts(
+    config: DeployConfig,
+    parts: Sequence[Part],
+    aws: Aws,
+    cdk: Cdk,
+    *,
+    wait: bool = True,
+    echo: Echo = print,
+) -> list[Status]:
+    identity = check_prerequisites(config, aws, parts)
+    echo(f"deploying to account {identity.account} in {identity.region} as {identity.arn}")
+    assembly = cdk.synth(parts)
+    echo(f"synthesized {assembly}")
+    statuses = []
+    for part in parts:
+        echo(f"{part.kind}: cdk deploy {' '.join(part.stacks)}")
+        cdk.deploy(part.stacks)
+        if wait:
+            echo(f"{part.kind}: waiting (a check every {config.wait_delay_s:g} s)")
+            status = wait_part(config, aws, part)
+        else:
+            status = part_status(config, aws, part)
+        echo(str(status))
+        statuses.append(status)
+    return statuses
+
+
+def destroy_parts(config: DeployConfig, parts: Sequence[Part], aws: Aws, *, echo: Echo = print) -> str:
+    identity = require_identity(aws)
+    echo(f"destroying in account {identity.account} in {identity.region}")
+    notice = destroy(config, parts, aws, identity, echo)
+    echo(notice)
+    return notice
+
+
+def status_of(config: DeployConfig, parts: Sequence[Part], aws: Aws) -> list[Status]:
+    require_identity(aws)
+    return [part_status(config, aws, part) for part in parts]

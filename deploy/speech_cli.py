@@ -1,0 +1,49 @@
+"""`speech-infra deploy|destroy|status MODEL`: the speech endpoint on its own (model cache, role, endpoint)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from deploy import cli
+from deploy.config import SPEECH_MODELS
+from deploy.naming import speech_part
+from deploy.orchestrate import deploy_parts, destroy_parts, status_of
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="speech-infra", description=__doc__)
+    commands = root.add_subparsers(dest="command", required=True)
+    deploy = commands.add_parser("deploy", help="deploy the model cache, the role and the endpoint; wait for InService")
+    destroy = commands.add_parser("destroy", help="delete the stacks (the S3 cache and ECR images are retained)")
+    status = commands.add_parser("status", help="InService, or why not (exit 0 only when InService)")
+    for command in (deploy, destroy, status):
+        command.add_argument("model", choices=sorted(SPEECH_MODELS), help="speech model")
+        cli.add_common(command)
+    cli.add_speech(deploy)
+    cli.add_source(deploy)
+    cli.add_wait(deploy)
+    cli.add_wait(destroy)
+    return root
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+
+    def command() -> int:
+        config = cli.config_from(args, model=args.model)
+        parts = [speech_part(config)]
+        aws = cli.clients(config)
+        if args.command == "deploy":
+            statuses = deploy_parts(config, parts, aws, cli.toolkit(config), wait=not args.no_wait)
+            return 0 if all(status.ready for status in statuses) or args.no_wait else 1
+        if args.command == "destroy":
+            destroy_parts(config, parts, aws)
+            return 0
+        return cli.print_statuses(status_of(config, parts, aws))
+
+    return cli.run(command)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

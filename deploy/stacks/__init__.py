@@ -1,0 +1,1 @@
+"""The CDK stacks (aws-cdk-lib, the `cdk` extra); imported only by `deploy.app`."""

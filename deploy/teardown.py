@@ -1,0 +1,137 @@
+"""Destroy: delete the stacks in reverse deploy order through CloudFormation, then say plainly what
+is left on purpose (the S3 model cache, the images in ECR, the log groups) and how to delete it.
+
+It needs only the stack names, not a synthesized app, so it works from any checkout and without the
+CDK installed. Stack outputs are read before deletion to name the bucket and images exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from botocore.exceptions import ClientError, WaiterError
+
+from deploy.aws import Aws
+from deploy.config import DeployConfig
+from deploy.errors import ConfigError, TeardownFailed
+from deploy.images import parse_ecr_uri
+from deploy.naming import Part, agent_stack, assets_repository, model_prefix, speech_stack
+from deploy.prereqs import Identity
+
+
+def stack_outputs(cloudformation: Any, name: str) -> dict[str, str] | None:
+    """The stack's outputs, or None when no such stack exists."""
+    try:
+        stacks = cloudformation.describe_stacks(StackName=name)["Stacks"]
+    except ClientError as exc:
+        if "does not exist" in str(exc):
+            return None
+        raise
+    return {output["OutputKey"]: output["OutputValue"] for output in stacks[0].get("Outputs", [])}
+
+
+def delete_stack(cloudformation: Any, name: str, *, delay_s: float, attempts: int) -> None:
+    cloudformation.delete_stack(StackName=name)
+    try:
+        cloudformation.get_waiter("stack_delete_complete").wait(
+            StackName=name, WaiterConfig={"Delay": delay_s, "MaxAttempts": attempts}
+        )
+    except WaiterError as exc:
+        stacks = exc.last_response.get("Stacks") or [{}]
+        reason = stacks[0].get("StackStatusReason") or stacks[0].get("StackStatus") or str(exc)
+        raise TeardownFailed(
+            f"stack {name} was not deleted: {reason}; see its events in the CloudFormation console"
+        ) from exc
+
+
+def destroy(
+    config: DeployConfig,
+    parts: Sequence[Part],
+    aws: Aws,
+    identity: Identity,
+    echo: Callable[[str], None] = print,
+) -> str:
+    """Delete every stack of `parts`, last deployed first; returns the notice of what was retained."""
+    cloudformation = aws.client("cloudformation")
+    outputs: dict[str, dict[str, str]] = {}
+    for part in reversed(parts):
+        for name in reversed(part.stacks):
+            found = stack_outputs(cloudformation, name)
+            if found is None:
+                echo(f"{name}: not deployed, nothing to delete")
+                continue
+            outputs[name] = found
+            echo(f"{name}: deleting")
+            delete_stack(cloudformation, name, delay_s=config.wait_delay_s, attempts=config.wait_attempts)
+            echo(f"{name}: deleted")
+    return retention_notice(config, parts, identity, outputs)
+
+
+def _image_lines(image_uri: str | None, identity: Identity, what: str) -> list[str]:
+    region = identity.region
+    cdk_repository = assets_repository(identity.account, region)
+    try:
+        image = parse_ecr_uri(image_uri or "")
+    except ConfigError:
+        return [
+            f"- ECR: the {what} image in repository {cdk_repository} (CDK's image-asset repository).",
+            f"    list: aws ecr list-images --repository-name {cdk_repository} --region {region}",
+        ]
+    tag = image.uri.rsplit("@", 1)[1] if "@" in image.uri else image.uri.rsplit(":", 1)[1]
+    image_id = f"imageDigest={tag}" if tag.startswith("sha256:") else f"imageTag={tag}"
+    lines = [
+        f"- ECR: the {what} image {image.uri}",
+        f"    delete: aws ecr batch-delete-image --repository-name {image.repository} "
+        f"--image-ids {image_id} --region {image.region}",
+    ]
+    if image.repository == cdk_repository:
+        lines.append(
+            f"    the repository {image.repository} itself belongs to the CDK bootstrap (stack CDKToolkit) and is "
+            "shared by every CDK app here; it goes with `aws cloudformation delete-stack --stack-name CDKToolkit` "
+            "once nothing needs it (empty it first)"
+        )
+    else:
+        lines.append(
+            f"    the repository is yours (given as an image URI): aws ecr delete-repository "
+            f"--repository-name {image.repository} --force --region {image.region}"
+        )
+    return lines
+
+
+def retention_notice(
+    config: DeployConfig, parts: Sequence[Part], identity: Identity, outputs: dict[str, dict[str, str]]
+) -> str:
+    region = identity.region
+    lines = ["Retained on purpose (destroy does not delete these; they cost little, but not nothing):"]
+    kinds = {part.kind for part in parts}
+    if "speech" in kinds:
+        bucket = outputs.get(speech_stack(config.model, "ModelCache"), {}).get("BucketName")
+        if bucket:
+            lines += [
+                f"- S3 model cache: bucket {bucket} (weights and voices under {model_prefix(config.model)})",
+                f"    delete: aws s3 rb s3://{bucket} --force --region {region}",
+            ]
+        else:
+            prefix = speech_stack(config.model, "ModelCache").lower()
+            lines += [
+                f"- S3 model cache: a bucket named {prefix}-modelbucket... (already gone from the stack outputs)",
+                f"    find: aws s3api list-buckets --query \"Buckets[?starts_with(Name, '{prefix}')].Name\"",
+                "    delete: aws s3 rb s3://BUCKET --force",
+            ]
+        endpoint_outputs = outputs.get(speech_stack(config.model, "Endpoint"), {})
+        lines += _image_lines(endpoint_outputs.get("ImageUri"), identity, "tts")
+        log_group = f"/aws/sagemaker/Endpoints/{config.endpoint_name}"
+        lines += [
+            f"- CloudWatch Logs: {log_group}",
+            f"    delete: aws logs delete-log-group --log-group-name {log_group} --region {region}",
+        ]
+    if "agent" in kinds:
+        lines += _image_lines(outputs.get(agent_stack("Runtime"), {}).get("ImageUri"), identity, "agent")
+        prefix = f"/aws/bedrock-agentcore/runtimes/{config.runtime_name}-"
+        lines += [
+            f"- CloudWatch Logs: log groups starting with {prefix}",
+            f"    list: aws logs describe-log-groups --log-group-name-prefix {prefix} --region {region}",
+            f"    delete each: aws logs delete-log-group --log-group-name NAME --region {region}",
+        ]
+    return "\n".join(lines)

@@ -1,0 +1,54 @@
+"""AWS errors as the official clients parse them.
+
+One exception type carries the error code, HTTP status, message and any extra modeled members; the
+faces turn it into the response shape their protocol uses (sagemaker-runtime.md §2.1, §2.4, §4):
+awsJson1.1 puts `__type` in the body, restJson1 puts the code in `x-amzn-ErrorType`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from quart import Response
+
+
+class AwsError(Exception):
+    def __init__(self, code: str, message: str, status: int = 400, **members: Any) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.status = status
+        self.members = members
+
+
+def request_id() -> str:
+    return str(uuid.uuid4())
+
+
+def json_protocol_error(err: AwsError) -> Response:
+    """awsJson1.1 (the SageMaker control plane)."""
+    body = {"__type": err.code, "message": err.message, **err.members}
+    return Response(
+        json.dumps(body),
+        status=err.status,
+        content_type="application/x-amz-json-1.1",
+        headers={"x-amzn-RequestId": request_id(), "x-amzn-ErrorType": err.code},
+    )
+
+
+def rest_json_error(err: AwsError) -> Response:
+    """restJson1 (the runtimes and Bedrock): code in the header, members in the body."""
+    body = {"Message": err.message, **err.members}
+    return Response(
+        json.dumps(body),
+        status=err.status,
+        content_type="application/json",
+        headers={"x-amzn-RequestId": request_id(), "x-amzn-ErrorType": err.code},
+    )
+
+
+def validation(message: str) -> AwsError:
+    """The control plane's error for bad input and unknown resources."""
+    return AwsError("ValidationException", message)

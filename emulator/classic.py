@@ -1,0 +1,208 @@
+"""SageMaker Runtime over HTTP/1.1: InvokeEndpoint and InvokeEndpointWithResponseStream.
+
+Requests are forwarded to the chosen replica's `POST /invocations` with the headers SageMaker passes
+on; answers and errors come back the way botocore parses them (sagemaker-runtime.md §2.1-2.2): a
+container non-2xx is a 424 ModelError, an unknown endpoint a 400 ValidationError, a stream that
+breaks half-way a ModelStreamError event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from quart import Blueprint, Response, request
+
+from emulator import auth, eventstream
+from emulator.awserrors import AwsError, request_id, rest_json_error
+from emulator.config import EmulatorConfig
+from emulator.fidelity import Delay, Rechunker
+from emulator.routing import Route, Router, RoutingError
+
+MAX_PAYLOAD = 6 * 1024 * 1024
+FORWARDED = (
+    "Content-Type",
+    "Accept",
+    "X-Amzn-SageMaker-Custom-Attributes",
+    "X-Amzn-SageMaker-Target-Model",
+    "X-Amzn-SageMaker-Inference-Id",
+    "X-Amzn-SageMaker-Session-Id",
+    "X-Amzn-SageMaker-Enable-Explanations",
+)
+TIMED_OUT = (
+    "Your invocation timed out while waiting for a response from container primary. Review the latency "
+    "metrics for each container in Amazon CloudWatch, resolve the issue, and try again."
+)
+
+
+def log_stream_arn(config: EmulatorConfig, route: Route) -> str:
+    return (
+        f"arn:aws:logs:{config.region}:{config.account_id}:log-group:/aws/sagemaker/Endpoints/"
+        f"{route.endpoint.name}:log-stream:{route.deployed.variant.name}/{route.replica.id}"
+    )
+
+
+def model_error(config: EmulatorConfig, route: Route, status: int, text: str) -> AwsError:
+    """SageMaker's 424 for a container that answered an error (or nothing: status 0)."""
+    kind = "client" if 400 <= status < 500 else "server"
+    logs = (
+        f"https://{config.region}.console.aws.amazon.com/cloudwatch/home?region={config.region}"
+        f"#logEventViewer:group=/aws/sagemaker/Endpoints/{route.endpoint.name} in account {config.account_id}"
+    )
+    return AwsError(
+        "ModelError",
+        f'Received {kind} error ({status}) from primary with message "{text}". See {logs} for more information. '
+        f"(emulator log: {route.replica.log_path})",
+        424,
+        OriginalStatusCode=status,
+        OriginalMessage=text,
+        LogStreamArn=log_stream_arn(config, route),
+    )
+
+
+def routing_error(err: RoutingError) -> AwsError:
+    if err.kind == "no_replica":
+        return AwsError("ServiceUnavailable", err.message, 503)
+    return AwsError("ValidationError", err.message, 400)
+
+
+async def _delayed(chunks: AsyncIterator[bytes], delay: Delay) -> AsyncIterator[bytes]:
+    """Relay chunks, each held back by the out-direction latency from the moment it arrived."""
+    if not delay.active:
+        async for chunk in chunks:
+            yield chunk
+        return
+    queue: asyncio.Queue[tuple[float, bytes] | BaseException | None] = asyncio.Queue()
+
+    async def read() -> None:
+        try:
+            async for chunk in chunks:
+                queue.put_nowait((time.monotonic(), chunk))
+            queue.put_nowait(None)
+        except Exception as exc:
+            queue.put_nowait(exc)
+
+    reader = asyncio.get_running_loop().create_task(read())
+    try:
+        while (item := await queue.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            await delay.hold(item[0])
+            yield item[1]
+    finally:
+        reader.cancel()
+
+
+def classic_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncClient) -> Blueprint:
+    bp = Blueprint("sagemaker_runtime", __name__)
+
+    async def prepare(name: str) -> tuple[bytes, Route, dict[str, str]]:
+        body = await request.get_data()
+        auth.check_request(config, body)
+        if len(body) > MAX_PAYLOAD:
+            raise AwsError("ValidationError", f"Request payload is larger than {MAX_PAYLOAD} bytes.")
+        try:
+            route = router.route(name, request.headers.get("X-Amzn-SageMaker-Target-Variant"))
+        except RoutingError as err:
+            raise routing_error(err) from err
+        headers = {h: request.headers[h] for h in FORWARDED if h in request.headers}
+        if "X-Amzn-SageMaker-Accept" in request.headers:
+            headers["Accept"] = request.headers["X-Amzn-SageMaker-Accept"]
+        await Delay(config.latency_in_ms, config.jitter_in_ms).hold(time.monotonic())
+        return body, route, headers
+
+    def url(route: Route) -> str:
+        host, port = route.replica.address or ("127.0.0.1", 0)
+        return f"http://{host}:{port}/invocations"
+
+    def response_headers(route: Route, upstream: httpx.Response) -> dict[str, str]:
+        headers = {
+            "x-Amzn-Invoked-Production-Variant": route.deployed.variant.name,
+            "x-amzn-RequestId": request_id(),
+        }
+        if "X-Amzn-SageMaker-Custom-Attributes" in upstream.headers:
+            headers["X-Amzn-SageMaker-Custom-Attributes"] = upstream.headers["X-Amzn-SageMaker-Custom-Attributes"]
+        return headers
+
+    @bp.post("/endpoints/<name>/invocations")
+    async def invoke(name: str) -> Response:
+        try:
+            body, route, headers = await prepare(name)
+        except AwsError as err:
+            return rest_json_error(err)
+        route.replica.sessions += 1
+        try:
+            upstream = await http.post(url(route), content=body, headers=headers, timeout=config.invoke_timeout_s)
+        except httpx.TimeoutException:
+            return rest_json_error(model_error(config, route, 0, TIMED_OUT))
+        except httpx.HTTPError as exc:
+            return rest_json_error(model_error(config, route, 0, f"could not reach the container: {exc}"))
+        finally:
+            route.replica.sessions -= 1
+        if not 200 <= upstream.status_code < 300:
+            return rest_json_error(model_error(config, route, upstream.status_code, upstream.text))
+        await Delay(config.latency_out_ms, config.jitter_out_ms).hold(time.monotonic())
+        out_headers = response_headers(route, upstream)
+        return Response(
+            upstream.content,
+            status=200,
+            content_type=upstream.headers.get("Content-Type", "application/octet-stream"),
+            headers=out_headers,
+        )
+
+    @bp.post("/endpoints/<name>/invocations-response-stream")
+    async def invoke_stream(name: str) -> Response:
+        try:
+            body, route, headers = await prepare(name)
+        except AwsError as err:
+            return rest_json_error(err)
+        route.replica.sessions += 1
+        try:
+            upstream = await http.send(
+                http.build_request("POST", url(route), content=body, headers=headers, timeout=config.invoke_timeout_s),
+                stream=True,
+            )
+            if not 200 <= upstream.status_code < 300:
+                text = (await upstream.aread()).decode(errors="replace")
+                await upstream.aclose()
+                raise model_error(config, route, upstream.status_code, text)
+        except httpx.TimeoutException:
+            route.replica.sessions -= 1
+            return rest_json_error(model_error(config, route, 0, TIMED_OUT))
+        except httpx.HTTPError as exc:
+            route.replica.sessions -= 1
+            return rest_json_error(model_error(config, route, 0, f"could not reach the container: {exc}"))
+        except AwsError as err:
+            route.replica.sessions -= 1
+            return rest_json_error(err)
+
+        rechunker = Rechunker(config.rechunk, config.rechunk_seed)
+        delay = Delay(config.latency_out_ms, config.jitter_out_ms)
+
+        async def events() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in _delayed(upstream.aiter_raw(), delay):
+                    for part in rechunker.split(chunk):
+                        yield eventstream.event("PayloadPart", part, content_type="application/octet-stream")
+            except httpx.TimeoutException:
+                yield _stream_error("ModelInvocationTimeExceeded", TIMED_OUT)
+            except httpx.HTTPError as exc:
+                yield _stream_error("StreamBroken", f"the connection to the model container broke: {exc}")
+            finally:
+                await upstream.aclose()
+                route.replica.sessions -= 1
+
+        out_headers = response_headers(route, upstream)
+        out_headers["X-Amzn-SageMaker-Content-Type"] = upstream.headers.get("Content-Type", "application/octet-stream")
+        return Response(events(), status=200, content_type="application/vnd.amazon.eventstream", headers=out_headers)
+
+    return bp
+
+
+def _stream_error(code: str, message: str) -> bytes:
+    payload: dict[str, Any] = {"Message": message, "ErrorCode": code}
+    return eventstream.exception("ModelStreamError", json.dumps(payload).encode())

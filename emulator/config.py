@@ -1,0 +1,201 @@
+"""The emulator's one configuration object.
+
+Everything tunable lives here (ports, runtime, probe timing, fidelity knobs, SigV4 keys, the Bedrock
+face's LLM settings), read once from `EMULATOR_*` environment variables by `from_env()`. Tests build
+it directly with the few fields they change (`dataclasses.replace`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+DEFAULT_HOME = Path("~/.cache/voice-agent-aws/emulator")
+
+
+class ConfigError(ValueError):
+    """An `EMULATOR_*` variable or config value that cannot be used."""
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """How the `process` runtime runs an image: a command line and the image's labels.
+
+    `command` items may hold `{python}`, `{host}`, `{port}` and `{model_dir}` placeholders.
+    `bidirectional` stands in for the image label
+    `com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true`.
+    """
+
+    command: tuple[str, ...]
+    bidirectional: bool = True
+
+    @classmethod
+    def from_obj(cls, obj: Any) -> ImageSpec:
+        if isinstance(obj, ImageSpec):
+            return obj
+        if isinstance(obj, list | tuple):
+            return cls(command=tuple(str(x) for x in obj))
+        if isinstance(obj, Mapping) and isinstance(obj.get("command"), list | tuple):
+            return cls(
+                command=tuple(str(x) for x in obj["command"]),
+                bidirectional=bool(obj.get("bidirectional", True)),
+            )
+        raise ConfigError(f"an image entry needs a command list, got {obj!r}")
+
+    def argv(self, *, host: str, port: int, model_dir: str) -> list[str]:
+        values = {"python": sys.executable, "host": host, "port": str(port), "model_dir": model_dir}
+        return [part.format(**values) for part in self.command]
+
+
+def default_images() -> dict[str, ImageSpec]:
+    """Image name -> local command for the `process` runtime (matched on the repository's last part)."""
+    return {
+        "kokoro-tts": ImageSpec(("{python}", "-m", "tts", "serve", "--host", "{host}", "--port", "{port}")),
+        "echo": ImageSpec(("{python}", "-m", "emulator.echo_container", "--host", "{host}", "--port", "{port}")),
+    }
+
+
+@dataclass(frozen=True)
+class EmulatorConfig:
+    host: str = "127.0.0.1"
+    http_port: int = 8790
+    """Plain HTTP/1.1: control plane, classic runtime, Bedrock Runtime. 0 picks a free port."""
+    h2_port: int = 8443
+    """TLS + ALPN h2: the bidirectional stream. 0 picks a free port."""
+    tls_hostname: str = "localhost"
+    """Host name put in the HTTP/2 endpoint URL (the certificate also names 127.0.0.1)."""
+    home: Path = DEFAULT_HOME
+    """CA, certificates, extracted model data, replica logs, the detached emulator's state file."""
+    runtime: str = "process"
+    """`process` (local commands) or `docker`."""
+    region: str = "us-east-1"
+    account_id: str = "123456789012"
+    images: Mapping[str, ImageSpec] = field(default_factory=default_images)
+
+    # controller
+    reconcile_interval_s: float = 1.0
+    probe_timeout_s: float = 2.0
+    startup_timeout_s: float = 480.0
+    """Default for a variant's ContainerStartupHealthCheckTimeoutInSeconds (SageMaker: 8 minutes)."""
+    stop_grace_s: float = 30.0
+    """SIGTERM, then SIGKILL this much later (SageMaker: 30 s)."""
+
+    # runtime faces
+    invoke_timeout_s: float = 60.0
+    ws_connect_timeout_s: float = 10.0
+    ws_ping_interval_s: float = 60.0
+    ws_ping_misses: int = 5
+    end_of_input_grace_s: float = 5.0
+    max_session_s: float = 1800.0
+    unfragmented_completion_state: str | None = "COMPLETE"
+    """CompletionState of an unfragmented container frame (None: leave the header out)."""
+    close_1000_is_error: bool = False
+    """Whether a container Close 1000 also becomes a ModelStreamError event."""
+
+    # fidelity knobs
+    latency_in_ms: float = 0.0
+    """Added to every client -> container message."""
+    latency_out_ms: float = 0.0
+    """Added to every container -> client message."""
+    jitter_in_ms: float = 0.0
+    jitter_out_ms: float = 0.0
+    rechunk: tuple[int, int] | None = None
+    """Re-split response-stream bytes into parts of MIN..MAX bytes (None: one part per container chunk)."""
+    rechunk_seed: int | None = None
+    sigv4_keys: Mapping[str, str] = field(default_factory=dict)
+    """Access key id -> secret; when non-empty every AWS request must carry a valid SigV4 signature."""
+
+    # Bedrock face (emulator/bedrock.py)
+    llm_first_token_ms: int = 400
+    llm_tokens_per_s: float = 60.0
+    llm_script: str | None = None
+    llm_openai_base_url: str | None = None
+    llm_openai_model: str | None = None
+
+    @property
+    def home_dir(self) -> Path:
+        return self.home.expanduser()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> EmulatorConfig:
+        """Read `EMULATOR_<FIELD>` variables (upper case field names) over the defaults."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(f"EMULATOR_{f.name.upper()}")
+            if raw is None or raw == "":
+                continue
+            try:
+                values[f.name] = _parse(f.name, raw)
+            except (ValueError, json.JSONDecodeError) as exc:
+                raise ConfigError(f"EMULATOR_{f.name.upper()}={raw!r}: {exc}") from exc
+        return cls(**values)
+
+
+_INTS = {"http_port", "h2_port", "ws_ping_misses", "llm_first_token_ms", "rechunk_seed"}
+_FLOATS = {
+    "reconcile_interval_s",
+    "probe_timeout_s",
+    "startup_timeout_s",
+    "stop_grace_s",
+    "invoke_timeout_s",
+    "ws_connect_timeout_s",
+    "ws_ping_interval_s",
+    "end_of_input_grace_s",
+    "max_session_s",
+    "latency_in_ms",
+    "latency_out_ms",
+    "jitter_in_ms",
+    "jitter_out_ms",
+    "llm_tokens_per_s",
+}
+
+
+def _parse(name: str, raw: str) -> Any:
+    if name in _INTS:
+        return int(raw)
+    if name in _FLOATS:
+        return float(raw)
+    if name == "home":
+        return Path(raw)
+    if name == "close_1000_is_error":
+        if raw.lower() not in {"1", "0", "true", "false", "yes", "no"}:
+            raise ValueError("expected true or false")
+        return raw.lower() in {"1", "true", "yes"}
+    if name == "unfragmented_completion_state":
+        return None if raw.lower() in {"none", "absent"} else raw
+    if name == "rechunk":
+        return parse_rechunk(raw)
+    if name == "sigv4_keys":
+        return parse_keys(raw)
+    if name == "images":
+        obj = json.loads(raw)
+        if not isinstance(obj, dict):
+            raise ValueError("expected a JSON object of image name -> command")
+        return {**default_images(), **{k: ImageSpec.from_obj(v) for k, v in obj.items()}}
+    return raw
+
+
+def parse_rechunk(raw: str) -> tuple[int, int]:
+    """`"7"` -> parts of exactly 7 bytes; `"1-64"` -> random sizes from 1 to 64 bytes."""
+    low, _, high = raw.partition("-")
+    lo, hi = int(low), int(high or low)
+    if lo < 1 or hi < lo:
+        raise ValueError("expected N or MIN-MAX with 1 <= MIN <= MAX")
+    return lo, hi
+
+
+def parse_keys(raw: str) -> dict[str, str]:
+    """`"AKID:SECRET,AKID2:SECRET2"` -> {AKID: SECRET, ...}."""
+    keys: dict[str, str] = {}
+    for item in raw.split(","):
+        akid, sep, secret = item.strip().partition(":")
+        if not sep or not akid or not secret:
+            raise ValueError("expected ACCESS_KEY_ID:SECRET[,ACCESS_KEY_ID:SECRET...]")
+        keys[akid] = secret
+    return keys

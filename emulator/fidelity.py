@@ -1,0 +1,54 @@
+"""Fidelity knobs: what a deployed hop adds that loopback does not.
+
+`Delay` adds latency (plus uniform jitter) to every message in one direction while keeping their
+order and without limiting throughput: a message is due at its arrival time plus the latency, never
+before the message ahead of it. `Rechunker` splits response-stream bytes at arbitrary boundaries, as
+networks and proxies do, so SSE/JSON consumers are tested against mid-frame splits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+
+class Delay:
+    def __init__(self, latency_ms: float, jitter_ms: float, rng: random.Random | None = None) -> None:
+        self.latency_s = latency_ms / 1000
+        self.jitter_s = jitter_ms / 1000
+        self.active = latency_ms > 0 or jitter_ms > 0
+        self._rng = rng or random.Random()
+        self._last_due = 0.0
+
+    def due(self, arrived: float) -> float:
+        extra = self.latency_s + self._rng.uniform(-self.jitter_s, self.jitter_s)
+        self._last_due = max(self._last_due, arrived + max(0.0, extra))
+        return self._last_due
+
+    async def hold(self, arrived: float) -> None:
+        """Sleep until a message that arrived at `arrived` (monotonic) is due."""
+        if self.active:
+            wait = self.due(arrived) - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+
+
+class Rechunker:
+    """Split bytes into parts of MIN..MAX bytes (or leave them whole when off)."""
+
+    def __init__(self, sizes: tuple[int, int] | None, seed: int | None = None) -> None:
+        self.sizes = sizes
+        self._rng = random.Random(seed)
+
+    def split(self, data: bytes) -> list[bytes]:
+        if self.sizes is None or not data:
+            return [data] if data else []
+        low, high = self.sizes
+        parts = []
+        pos = 0
+        while pos < len(data):
+            size = self._rng.randint(low, high)
+            parts.append(data[pos : pos + size])
+            pos += size
+        return parts

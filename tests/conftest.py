@@ -1,0 +1,33 @@
+"""Fixtures shared by every test package: one real tts container per test session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.support.processes import free_port, running
+
+
+@dataclass(frozen=True)
+class Server:
+    host: str
+    port: int
+
+    @property
+    def http(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def ws(self) -> str:
+        return f"ws://{self.host}:{self.port}/invocations-bidirectional-stream"
+
+
+@pytest.fixture(scope="session")
+def tts_server() -> Iterator[Server]:
+    """`python -m tts serve` with the real Kokoro model, shared by the whole test session."""
+    port = free_port()
+    with running(["-m", "tts", "serve", "--port", str(port), "--log-level", "warning"],
+                 f"http://127.0.0.1:{port}/ping", timeout=120):
+        yield Server("127.0.0.1", port)

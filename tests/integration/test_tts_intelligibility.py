@@ -1,0 +1,37 @@
+"""Intelligibility: what the container says is transcribed by an independent ASR (Whisper base)."""
+
+import json
+
+import pytest
+import websockets
+
+from tests.integration.test_tts_server import collect
+from tests.support.asr import transcribe, word_error_rate
+
+pytestmark = [pytest.mark.integration, pytest.mark.asr]
+
+SENTENCES = [
+    "Thanks for waiting, I found your order.",
+    "It shipped yesterday from our Denver warehouse and should arrive on Thursday.",
+    "If you need it sooner, I can upgrade the shipping at no cost.",
+    "Would you like me to do that now?",
+]
+
+
+@pytest.mark.parametrize("voice", ["jm_kumo", "jf_nezumi"])
+async def test_word_error_rate_is_at_most_ten_percent(tts_server, voice):
+    async with websockets.connect(tts_server.ws, max_size=None) as ws:
+        for n, text in enumerate(SENTENCES):
+            await ws.send(json.dumps({"text": text, "voice": voice, "request_id": str(n)}))
+        _, audio = await collect(ws, until=len(SENTENCES))
+    reference = " ".join(SENTENCES)
+    heard = " ".join(transcribe(audio[str(n)]) for n in range(len(SENTENCES)))
+    wer = word_error_rate(reference, heard)
+    assert wer <= 0.10, f"WER {wer:.2f}: heard {heard!r}"
+
+
+def test_the_asr_is_not_a_rubber_stamp():
+    """Silence and a wrong reference must score badly, or the test above proves nothing."""
+    assert transcribe(b"\x00\x00" * 24000).strip() in {"", "you", "You"} or word_error_rate(
+        "thanks for waiting", transcribe(b"\x00\x00" * 24000)) > 0.5
+    assert word_error_rate("thanks for waiting", "tanks for weighting") > 0.5

@@ -1,0 +1,62 @@
+"""The container images: what SageMaker requires of them, read from the Dockerfiles, and (where a
+Docker engine exists) built and started the way SageMaker starts them."""
+
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.docker import docker_unavailable
+from tests.support.processes import REPO, free_port
+
+DOCKERFILES = [REPO / "tts" / "Dockerfile", REPO / "tts" / "Dockerfile.gpu"]
+LABEL = "com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true"
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_dockerfile_meets_the_sagemaker_contract(dockerfile: Path):
+    text = dockerfile.read_text()
+    assert re.search(rf"^LABEL {re.escape(LABEL)}$", text, re.M)
+    entrypoint = re.search(r"^ENTRYPOINT (.+)$", text, re.M)
+    assert entrypoint and json.loads(entrypoint.group(1)) == ["python", "-m", "tts"], "exec-form ENTRYPOINT"
+    assert re.search(r'^CMD \["serve"\]$', text, re.M)
+    assert "TTS_HOST=0.0.0.0" in text and "TTS_PORT=8080" in text
+    assert "tini" not in text, "SageMaker does not support tini as entrypoint"
+
+
+def test_gpu_image_pins_torch_and_uses_the_cuda_provider():
+    text = (REPO / "tts" / "Dockerfile.gpu").read_text()
+    assert "TTS_PROVIDER=cuda" in text and "onnxruntime-gpu" in text
+    assert "-c tts/constraints-gpu.txt" in text and "check_torch.py" in text
+    assert "torch>=2.10.0" in (REPO / "tts" / "constraints-gpu.txt").read_text()
+
+
+@pytest.mark.docker
+def test_cpu_image_builds_and_serves():
+    reason = docker_unavailable()
+    if reason:
+        pytest.skip(reason)
+    tag = "voice-agent-aws/kokoro-tts:test"
+    subprocess.run(["docker", "build", "-f", "tts/Dockerfile", "-t", tag, "."], cwd=REPO, check=True)
+    labels = subprocess.run(["docker", "image", "inspect", "-f", "{{json .Config.Labels}}", tag],
+                            capture_output=True, text=True, check=True).stdout
+    assert json.loads(labels)["com.amazonaws.sagemaker.capabilities.bidirectional-streaming"] == "true"
+    port = free_port()
+    container = subprocess.run(["docker", "run", "-d", "-p", f"127.0.0.1:{port}:8080", tag, "serve"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/ping").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(1)
+        response = httpx.post(f"http://127.0.0.1:{port}/invocations", json={"text": "Hello."}, timeout=60)
+        assert response.status_code == 200 and len(response.content) > 10_000
+    finally:
+        subprocess.run(["docker", "rm", "-f", container], capture_output=True)

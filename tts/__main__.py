@@ -1,0 +1,74 @@
+"""`python -m tts serve` runs the container's server; `python -m tts speak` writes one WAV file.
+
+SageMaker starts the image as `docker run IMAGE serve`, so `serve` is the first argument there too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+import wave
+from pathlib import Path
+
+from tts.config import SAMPLE_RATE, TTSConfig
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from tts.server import create_app
+
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    config = TTSConfig.from_env(**overrides)
+    uvicorn.run(
+        create_app(config), host=config.host, port=config.port, log_level=args.log_level,
+        ws="websockets-sansio", ws_max_size=16 * 1024 * 1024, timeout_graceful_shutdown=5,
+    )
+    return 0
+
+
+def _speak(args: argparse.Namespace) -> int:
+    from tts.encoders import float_to_pcm16
+    from tts.engine import KokoroEngine
+
+    config = TTSConfig.from_env()
+    engine = KokoroEngine(config)
+    voice = args.voice or config.voice
+    started = time.perf_counter()
+    audio = engine.speak(args.text, voice, args.speed, args.lang or config.lang)
+    elapsed = time.perf_counter() - started
+    with wave.open(str(args.out), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(SAMPLE_RATE)
+        out.writeframes(float_to_pcm16(audio))
+    seconds = len(audio) / SAMPLE_RATE
+    print(f"wrote {args.out}: {seconds:.2f} s of audio, voice {voice}, synthesized in {elapsed:.2f} s "
+          f"(real-time factor {elapsed / max(seconds, 1e-9):.2f})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tts", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the SageMaker container server")
+    serve.add_argument("--host", help="listen address (default TTS_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="listen port (default TTS_PORT or 8080)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.set_defaults(run=_serve)
+    speak = commands.add_parser("speak", help="synthesize TEXT into a WAV file")
+    speak.add_argument("text")
+    speak.add_argument("--out", type=Path, default=Path("answer.wav"))
+    speak.add_argument("--voice")
+    speak.add_argument("--speed", type=float, default=1.0)
+    speak.add_argument("--lang")
+    speak.set_defaults(run=_speak)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""The container's one configuration object, read from the environment (SageMaker passes
+`ContainerDefinition.Environment` as plain environment variables)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+SAGEMAKER_MODEL_DIR = Path("/opt/ml/model")
+SAMPLE_RATE = 24_000
+MAX_PHONEME_TOKENS = 510
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+@dataclass(frozen=True)
+class TTSConfig:
+    model_dir: Path | None = None
+    cache_dir: Path = Path.home() / ".cache" / "voice-agent-aws"
+    voice: str = "jm_kumo"
+    lang: str = "en-us"
+    threads: int = 0
+    frame_ms: int = 100
+    max_text_chars: int = 4000
+    provider: str = "auto"
+    workers: int = 1
+    host: str = "127.0.0.1"
+    port: int = 8080
+
+    def __post_init__(self) -> None:
+        if not 20 <= self.frame_ms <= 100:
+            raise ValueError(f"TTS_FRAME_MS must be within 20-100 ms, got {self.frame_ms}")
+        if self.provider not in {"auto", "cpu", "cuda"}:
+            raise ValueError(f"TTS_PROVIDER must be auto, cpu or cuda, got {self.provider!r}")
+        if self.workers < 1:
+            raise ValueError("TTS_WORKERS must be at least 1")
+
+    @property
+    def frame_bytes(self) -> int:
+        """Bytes of s16le mono PCM in one wire frame."""
+        return SAMPLE_RATE * self.frame_ms // 1000 * 2
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> TTSConfig:
+        env = os.environ
+        model_dir = env.get("TTS_MODEL_DIR") or env.get("SM_MODEL_DIR")
+        if not model_dir and SAGEMAKER_MODEL_DIR.is_dir() and any(SAGEMAKER_MODEL_DIR.iterdir()):
+            model_dir = str(SAGEMAKER_MODEL_DIR)
+        config = cls(
+            model_dir=Path(model_dir) if model_dir else None,
+            cache_dir=Path(env.get("TTS_CACHE_DIR") or cls.cache_dir),
+            voice=env.get("TTS_VOICE") or cls.voice,
+            lang=env.get("TTS_LANG") or cls.lang,
+            threads=_env_int("TTS_THREADS", 0),
+            frame_ms=_env_int("TTS_FRAME_MS", cls.frame_ms),
+            max_text_chars=_env_int("TTS_MAX_TEXT_CHARS", cls.max_text_chars),
+            provider=env.get("TTS_PROVIDER") or cls.provider,
+            workers=_env_int("TTS_WORKERS", cls.workers),
+            host=env.get("TTS_HOST") or cls.host,
+            port=_env_int("TTS_PORT", cls.port),
+        )
+        return replace(config, **overrides) if overrides else config

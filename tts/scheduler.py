@@ -1,0 +1,142 @@
+"""The engine scheduler: one queue of synthesis jobs per session, served round-robin, one segment
+(one model forward pass) at a time.
+
+Why: Kokoro has no batching (variable-length durations), so a container serves one forward pass per
+worker at a time. Holding a lock for a whole session (the reference design) starves every other
+session; here a session with four queued sentences and a session with one both make progress, and
+within a session the next segment starts the moment the previous one is done (no idle gap while the
+audio is being sent). A session has at most one segment in flight, which keeps its audio in order even
+with several workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Hashable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import onnxruntime as ort
+
+from tts.encoders import float_to_pcm16
+from tts.engine import KokoroEngine, SynthesisCancelled
+from tts.protocol import Synthesize
+
+log = logging.getLogger("tts.scheduler")
+
+
+@dataclass(eq=False)
+class Job:
+    """One synthesize message. Its PCM arrives on `audio`, one item per segment, then `None`
+    (or an exception when synthesis failed)."""
+
+    owner: Hashable
+    request: Synthesize
+    audio: asyncio.Queue[bytes | BaseException | None] = field(default_factory=asyncio.Queue)
+    cancelled: bool = False
+    segments: list[list[int]] | None = None
+    run_options: ort.RunOptions = field(default_factory=ort.RunOptions)
+
+
+class Scheduler:
+    def __init__(self, engine: KokoroEngine, workers: int = 1) -> None:
+        self._engine = engine
+        self._workers = workers
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kokoro")
+        self._queues: dict[Hashable, deque[Job]] = {}
+        self._rotation: deque[Hashable] = deque()
+        self._in_flight: set[Hashable] = set()
+        self._wakeup = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        self._tasks = [asyncio.create_task(self._work(), name=f"tts-worker-{i}") for i in range(self._workers)]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def queued(self) -> int:
+        return sum(len(q) for q in self._queues.values())
+
+    def submit(self, owner: Hashable, request: Synthesize) -> Job:
+        job = Job(owner=owner, request=request)
+        self._queues.setdefault(owner, deque()).append(job)
+        if owner not in self._in_flight and owner not in self._rotation:
+            self._rotation.append(owner)
+        self._wakeup.set()
+        return job
+
+    def cancel(self, job: Job) -> None:
+        """Drop the job's queued segments; terminate its forward pass if one is running."""
+        if job.cancelled:
+            return
+        job.cancelled = True
+        job.run_options.terminate = True
+        queue = self._queues.get(job.owner)
+        if queue is not None and job in queue and not (job is queue[0] and job.owner in self._in_flight):
+            queue.remove(job)
+            self._forget_if_idle(job.owner)
+        job.audio.put_nowait(None)
+
+    def _forget_if_idle(self, owner: Hashable) -> None:
+        if not self._queues.get(owner) and owner not in self._in_flight:
+            self._queues.pop(owner, None)
+            if owner in self._rotation:
+                self._rotation.remove(owner)
+
+    async def _next(self) -> Job:
+        while not self._rotation:
+            self._wakeup.clear()
+            await self._wakeup.wait()
+        owner = self._rotation.popleft()
+        self._in_flight.add(owner)
+        return self._queues[owner][0]
+
+    def _run_segment(self, job: Job) -> bytes | None:
+        """In a worker thread: G2P on the job's first turn, then one forward pass."""
+        request = job.request
+        if job.segments is None:
+            job.segments = self._engine.segments(request.text, request.lang)
+        if not job.segments or job.cancelled:
+            return None
+        tokens = job.segments.pop(0)
+        return float_to_pcm16(self._engine.synthesize(tokens, request.voice, request.speed, job.run_options))
+
+    async def _work(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            job = await self._next()
+            finished = False
+            try:
+                pcm = await loop.run_in_executor(self._pool, self._run_segment, job)
+                if pcm is not None and not job.cancelled:
+                    job.audio.put_nowait(pcm)
+                finished = job.cancelled or not job.segments
+            except SynthesisCancelled:
+                finished = True
+            except Exception as exc:
+                log.exception("synthesis failed for request %s", job.request.request_id)
+                job.audio.put_nowait(exc)
+                job.cancelled = True
+                finished = True
+            self._release(job, finished)
+
+    def _release(self, job: Job, finished: bool) -> None:
+        owner = job.owner
+        self._in_flight.discard(owner)
+        queue = self._queues.get(owner)
+        if finished and queue and queue[0] is job:
+            queue.popleft()
+            if not job.cancelled:
+                job.audio.put_nowait(None)
+        if queue:
+            self._rotation.append(owner)
+            self._wakeup.set()
+        else:
+            self._forget_if_idle(owner)

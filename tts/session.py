@@ -1,0 +1,121 @@
+"""One WebSocket session on `/invocations-bidirectional-stream`.
+
+Two tasks: the receiver parses every frame (TEXT or BINARY, since SageMaker delivers BINARY frames
+unless the client says UTF8), queues synthesize messages on the scheduler at once and answers
+cancel/close; the sender writes each request's `synthesis_start`, audio frames and
+`synthesis_complete` in message order. Bad input is answered with an `error` frame and the session
+goes on; only `close` or a disconnect ends it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from tts.protocol import Cancel, Catalog, Close, ProtocolError, Synthesize, parse_message
+from tts.scheduler import Job, Scheduler
+from tts.streaming import AudioStats, SynthesisFailed, audio_frames
+
+log = logging.getLogger("tts.session")
+
+
+class Session:
+    def __init__(self, websocket: WebSocket, scheduler: Scheduler, catalog: Catalog, frame_bytes: int) -> None:
+        self._ws = websocket
+        self._scheduler = scheduler
+        self._catalog = catalog
+        self._frame_bytes = frame_bytes
+        self._outbox: asyncio.Queue[Job | None] = asyncio.Queue()
+        self._jobs: dict[str, Job] = {}
+        self._submitted: dict[str, float] = {}
+
+    async def run(self) -> None:
+        sender = asyncio.create_task(self._send_loop())
+        closing = False
+        try:
+            closing = await self._receive_loop()
+        except WebSocketDisconnect:
+            pass
+        finally:
+            if closing:
+                self._outbox.put_nowait(None)
+                await sender
+                await self._ws.close(1000)
+            else:
+                for job in list(self._jobs.values()):
+                    self._scheduler.cancel(job)
+                sender.cancel()
+                await asyncio.gather(sender, return_exceptions=True)
+
+    async def _receive_loop(self) -> bool:
+        """Returns True when the client asked to close, False when it went away."""
+        while True:
+            frame = await self._ws.receive()
+            if frame["type"] == "websocket.disconnect":
+                return False
+            raw = frame.get("text") if frame.get("text") is not None else frame.get("bytes")
+            if raw is None:
+                continue
+            try:
+                message = parse_message(raw, self._catalog)
+                if isinstance(message, Synthesize):
+                    self._submit(message)
+                elif isinstance(message, Cancel):
+                    cancelled = self._cancel(message.request_id)
+                    await self._ws.send_json({"type": "cancelled", "request_ids": cancelled})
+                elif isinstance(message, Close):
+                    return True
+            except ProtocolError as error:
+                await self._ws.send_json(error.to_json())
+
+    def _submit(self, message: Synthesize) -> None:
+        if message.request_id in self._jobs:
+            raise ProtocolError(
+                "duplicate_request_id", f"request {message.request_id!r} is still in progress", message.request_id
+            )
+        job = self._scheduler.submit(self, message)
+        self._jobs[message.request_id] = job
+        self._submitted[message.request_id] = time.perf_counter()
+        self._outbox.put_nowait(job)
+
+    def _cancel(self, request_id: str | None) -> list[str]:
+        targets = list(self._jobs) if request_id is None else [request_id] if request_id in self._jobs else []
+        for rid in targets:
+            self._scheduler.cancel(self._jobs.pop(rid))
+            self._submitted.pop(rid, None)
+        return targets
+
+    async def _send_loop(self) -> None:
+        while (job := await self._outbox.get()) is not None:
+            if not job.cancelled:
+                await self._send_job(job)
+            self._jobs.pop(job.request.request_id, None)
+            self._submitted.pop(job.request.request_id, None)
+
+    async def _send_job(self, job: Job) -> None:
+        request = job.request
+        await self._ws.send_json({
+            "type": "synthesis_start", "request_id": request.request_id, "voice": request.voice,
+            "format": request.format, "sample_rate": 24000, "channels": 1,
+        })
+        stats = AudioStats()
+        try:
+            async for frame in audio_frames(job, self._frame_bytes, stats):
+                if job.cancelled:
+                    return
+                await self._ws.send_bytes(frame)
+        except SynthesisFailed as exc:
+            await self._ws.send_json(
+                ProtocolError("synthesis_failed", f"synthesis failed: {exc}", request.request_id).to_json()
+            )
+            return
+        if job.cancelled:
+            return
+        elapsed = time.perf_counter() - self._submitted.get(request.request_id, time.perf_counter())
+        await self._ws.send_json({
+            "type": "synthesis_complete", "request_id": request.request_id, "duration_s": stats.duration_s,
+            "audio_bytes": stats.audio_bytes, "segments": stats.segments, "elapsed_s": round(elapsed, 3),
+        })

@@ -1,0 +1,53 @@
+"""From a scheduled job to wire frames: slice each segment's PCM into frames of `frame_ms`, encode,
+and yield the bytes as soon as they exist. Shared by the WebSocket session and `POST /invocations`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from tts.config import SAMPLE_RATE
+from tts.encoders import make_encoder
+from tts.scheduler import Job
+
+
+class SynthesisFailed(RuntimeError):
+    """The engine raised while computing a segment of this job."""
+
+
+@dataclass
+class AudioStats:
+    samples: int = 0
+    audio_bytes: int = 0
+    segments: int = 0
+    frames: int = 0
+
+    @property
+    def duration_s(self) -> float:
+        return round(self.samples / SAMPLE_RATE, 3)
+
+
+async def audio_frames(job: Job, frame_bytes: int, stats: AudioStats) -> AsyncIterator[bytes]:
+    """Encoded audio of `job`, frame by frame. Stops early (without flushing) when the job is cancelled."""
+    encoder = make_encoder(job.request.format)
+    while True:
+        item = await job.audio.get()
+        if job.cancelled and not isinstance(item, BaseException):
+            return
+        if item is None:
+            break
+        if isinstance(item, BaseException):
+            raise SynthesisFailed(str(item) or type(item).__name__) from item
+        stats.segments += 1
+        stats.samples += len(item) // 2
+        for start in range(0, len(item), frame_bytes):
+            data = encoder.encode(item[start : start + frame_bytes])
+            if data:
+                stats.audio_bytes += len(data)
+                stats.frames += 1
+                yield data
+    tail = encoder.flush()
+    if tail:
+        stats.audio_bytes += len(tail)
+        stats.frames += 1
+        yield tail

@@ -18,7 +18,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int)
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
 
     import uvicorn
 
@@ -26,7 +28,9 @@ def main(argv: list[str] | None = None) -> int:
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     config = AgentConfig.from_env(**overrides)
-    uvicorn.run(create_app(config), host=config.host, port=config.port, log_level=args.log_level)
+    app = create_app(config)
+    logging.getLogger("bedrock_agentcore").setLevel(args.log_level.upper())  # the SDK logs every call at INFO
+    uvicorn.run(app, host=config.host, port=config.port, log_level=args.log_level)
     return 0
 
 

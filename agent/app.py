@@ -40,7 +40,9 @@ def parse_turn(payload: Any, config: AgentConfig) -> Turn:
     if not isinstance(prompt, str) or not prompt.strip():
         raise PayloadError("missing_prompt", "'prompt' must be a non-empty string")
     if len(prompt) > MAX_PROMPT_CHARS:
-        raise PayloadError("prompt_too_long", f"'prompt' has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
+        raise PayloadError(
+            "prompt_too_long", f"'prompt' has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}"
+        )
     mode = payload.get("mode", "bidi")
     if mode not in MODES:
         raise PayloadError("invalid_mode", f"'mode' must be 'bidi' or 'batch', got {mode!r}")
@@ -49,9 +51,16 @@ def parse_turn(payload: Any, config: AgentConfig) -> Turn:
         raise PayloadError("invalid_voice", "'voice' must be a non-empty string")
     audio_format = payload.get("format", config.tts_format)
     if audio_format not in AUDIO_FORMATS:
-        raise PayloadError("invalid_format", f"'format' must be one of {', '.join(AUDIO_FORMATS)}, got {audio_format!r}")
-    return Turn(prompt=prompt, mode=mode, voice=voice, audio_format=audio_format,
-                first_fragment_min_words=config.first_fragment_min_words)
+        raise PayloadError(
+            "invalid_format", f"'format' must be one of {', '.join(AUDIO_FORMATS)}, got {audio_format!r}"
+        )
+    return Turn(
+        prompt=prompt,
+        mode=mode,
+        voice=voice,
+        audio_format=audio_format,
+        first_fragment_min_words=config.first_fragment_min_words,
+    )
 
 
 class Speech:
@@ -84,7 +93,9 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
             yield clock.event("agent_end", ok=False)
             return
         agent = conversations.for_session(getattr(context, "session_id", None))
-        async for event in MODES[turn.mode](turn, lambda prompt: text_deltas(agent, prompt), speech.open_session):
+        async for event in MODES[turn.mode](
+            turn, lambda prompt: text_deltas(agent, prompt), speech.open_session
+        ):
             yield event
 
     async def page(request: Request) -> HTMLResponse:

@@ -52,7 +52,8 @@ class AgentConfig:
             tts_format=env.get("AGENT_TTS_FORMAT") or cls.tts_format,
             bedrock_model_id=env.get("AGENT_BEDROCK_MODEL_ID") or cls.bedrock_model_id,
             system_prompt=env.get("AGENT_SYSTEM_PROMPT") or cls.system_prompt,
-            sagemaker_http2_endpoint=env.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2") or env.get("AWS_ENDPOINT_URL"),
+            sagemaker_http2_endpoint=env.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2")
+            or env.get("AWS_ENDPOINT_URL"),
             ca_bundle=env.get("AWS_CA_BUNDLE") or None,
             first_fragment_min_words=_optional_int("AGENT_FIRST_FRAGMENT_WORDS"),
             host=env.get("AGENT_HOST") or cls.host,

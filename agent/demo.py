@@ -41,8 +41,13 @@ class RunResult:
 
 def _local_chunks(url: str, payload: dict, session_id: str) -> Iterator[bytes]:
     headers = {"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": session_id}
-    with httpx.stream("POST", f"{url.rstrip('/')}/invocations", json=payload, headers=headers,
-                      timeout=httpx.Timeout(120, connect=10)) as response:
+    with httpx.stream(
+        "POST",
+        f"{url.rstrip('/')}/invocations",
+        json=payload,
+        headers=headers,
+        timeout=httpx.Timeout(120, connect=10),
+    ) as response:
         if response.status_code != 200:
             raise DemoError(f"agent answered HTTP {response.status_code}: {response.read()[:300]!r}")
         yield from response.iter_raw()
@@ -54,8 +59,11 @@ def _runtime_chunks(arn: str, payload: dict, session_id: str) -> Iterator[bytes]
     region = arn.split(":")[3]
     client = boto3.client("bedrock-agentcore", region_name=region)
     response = client.invoke_agent_runtime(
-        agentRuntimeArn=arn, runtimeSessionId=session_id, payload=json.dumps(payload).encode(),
-        contentType="application/json", accept="text/event-stream",
+        agentRuntimeArn=arn,
+        runtimeSessionId=session_id,
+        payload=json.dumps(payload).encode(),
+        contentType="application/json",
+        accept="text/event-stream",
     )
     yield from response["response"].iter_chunks()
 
@@ -67,8 +75,11 @@ def run_once(target: str, mode: str, prompt: str, voice: str | None, audio_forma
     if audio_format:
         payload["format"] = audio_format
     session_id = f"demo-{mode}-{uuid.uuid4()}"  # a fresh conversation per run; AgentCore wants >= 33 chars
-    chunks = _runtime_chunks(target, payload, session_id) if target.startswith("arn:") else _local_chunks(
-        target, payload, session_id)
+    chunks = (
+        _runtime_chunks(target, payload, session_id)
+        if target.startswith("arn:")
+        else _local_chunks(target, payload, session_id)
+    )
     parser = SSEParser()
     started = first_text = first_audio = ended = None
     audio_chunks, text = 0, ""
@@ -97,8 +108,9 @@ def run_once(target: str, mode: str, prompt: str, voice: str | None, audio_forma
     return RunResult(mode, ms(first_text), ms(first_audio), ms(ended), audio_chunks, text)
 
 
-def compare(target: str, prompt: str, runs: int, voice: str | None = None,
-            audio_format: str | None = None) -> dict:
+def compare(
+    target: str, prompt: str, runs: int, voice: str | None = None, audio_format: str | None = None
+) -> dict:
     """Both modes, `runs` times each, alternating which goes first; medians and the TTFA ratio."""
     results: dict[str, list[RunResult]] = {mode: [] for mode in MODES}
     for n in range(runs):
@@ -106,8 +118,10 @@ def compare(target: str, prompt: str, runs: int, voice: str | None = None,
             results[mode].append(run_once(target, mode, prompt, voice, audio_format))
     summary: dict = {}
     for mode, rows in results.items():
-        summary[mode] = {key: statistics.median(getattr(r, key) for r in rows)
-                         for key in ("ttfa_ms", "ttft_ms", "total_ms", "chunks")}
+        summary[mode] = {
+            key: statistics.median(getattr(r, key) for r in rows)
+            for key in ("ttfa_ms", "ttft_ms", "total_ms", "chunks")
+        }
         summary[mode]["runs"] = [asdict(r) | {"text": None} for r in rows]
     summary["ratio"] = round(summary["batch"]["ttfa_ms"] / summary["bidi"]["ttfa_ms"], 2)
     summary["text"] = results["bidi"][0].text
@@ -115,8 +129,9 @@ def compare(target: str, prompt: str, runs: int, voice: str | None = None,
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--endpoint-url", required=True,
-                        help="the agent: http://127.0.0.1:8080, or an AgentCore runtime ARN")
+    parser.add_argument(
+        "--endpoint-url", required=True, help="the agent: http://127.0.0.1:8080, or an AgentCore runtime ARN"
+    )
     parser.add_argument("--prompt", default=DEFAULT_PROMPT)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--voice")
@@ -128,8 +143,10 @@ def report(summary: dict) -> str:
     lines = [f"{'mode':<6} {'first text':>11} {'first audio':>12} {'total':>9} {'chunks':>7}"]
     for mode in MODES:
         row = summary[mode]
-        lines.append(f"{mode:<6} {row['ttft_ms']:>9.0f}ms {row['ttfa_ms']:>10.0f}ms {row['total_ms']:>7.0f}ms "
-                     f"{row['chunks']:>7.0f}")
+        lines.append(
+            f"{mode:<6} {row['ttft_ms']:>9.0f}ms {row['ttfa_ms']:>10.0f}ms {row['total_ms']:>7.0f}ms "
+            f"{row['chunks']:>7.0f}"
+        )
     lines.append(f"bidi TTFA is {summary['ratio']:.1f}x faster than batch")
     return "\n".join(lines)
 
@@ -144,8 +161,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"demo failed: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps({mode: {k: summary[mode][k] for k in ("ttfa_ms", "ttft_ms", "total_ms")}
-                          for mode in MODES} | {"ratio": summary["ratio"]}))
+        print(
+            json.dumps(
+                {mode: {k: summary[mode][k] for k in ("ttfa_ms", "ttft_ms", "total_ms")} for mode in MODES}
+                | {"ratio": summary["ratio"]}
+            )
+        )
     else:
         print(f"answer: {summary['text']}")
         print(report(summary))

@@ -56,17 +56,30 @@ class _Tally:
 
     def end_event(self, clock: EventClock, ok: bool) -> Event:
         return clock.event(
-            "agent_end", ok=ok, text=self.text, sentences=self.sentences, ttft_ms=self.ttft_ms,
-            ttfa_ms=self.ttfa_ms, audio_s=round(self.audio_s, 3),
+            "agent_end",
+            ok=ok,
+            text=self.text,
+            sentences=self.sentences,
+            ttft_ms=self.ttft_ms,
+            ttfa_ms=self.ttfa_ms,
+            audio_s=round(self.audio_s, 3),
         )
 
 
 def _start_event(clock: EventClock, turn: Turn) -> Event:
-    return clock.event("agent_start", mode=turn.mode, voice=turn.voice, format=turn.audio_format,
-                       sample_rate=SAMPLE_RATE, channels=1)
+    return clock.event(
+        "agent_start",
+        mode=turn.mode,
+        voice=turn.voice,
+        format=turn.audio_format,
+        sample_rate=SAMPLE_RATE,
+        channels=1,
+    )
 
 
-async def _audio_events(session: TTSSession, clock: EventClock, turn: Turn, tally: _Tally) -> AsyncIterator[Event]:
+async def _audio_events(
+    session: TTSSession, clock: EventClock, turn: Turn, tally: _Tally
+) -> AsyncIterator[Event]:
     """Relay everything the endpoint sends until it closes the session."""
     seq = 0
     sentence: int | None = None
@@ -74,8 +87,13 @@ async def _audio_events(session: TTSSession, clock: EventClock, turn: Turn, tall
         if isinstance(chunk, Audio):
             if seq == 0:
                 tally.ttfa_ms = clock.ms()
-                yield clock.event("audio_stream_start", format=turn.audio_format, voice=turn.voice,
-                                  sample_rate=SAMPLE_RATE, channels=1)
+                yield clock.event(
+                    "audio_stream_start",
+                    format=turn.audio_format,
+                    voice=turn.voice,
+                    sample_rate=SAMPLE_RATE,
+                    channels=1,
+                )
             yield audio_chunk(clock, seq, chunk.data, sentence)
             seq += 1
         elif chunk.type == "synthesis_start":
@@ -84,7 +102,9 @@ async def _audio_events(session: TTSSession, clock: EventClock, turn: Turn, tall
         elif chunk.type == "synthesis_complete":
             tally.audio_s += float(chunk.message.get("duration_s", 0.0))
         elif chunk.type == "error":
-            yield error(clock, str(chunk.message.get("code", "tts_error")), str(chunk.message.get("message", "")))
+            yield error(
+                clock, str(chunk.message.get("code", "tts_error")), str(chunk.message.get("message", ""))
+            )
     if seq:
         yield clock.event("audio_stream_end", total_chunks=seq, duration_s=round(tally.audio_s, 3))
 

@@ -63,7 +63,9 @@ class BotocoreCredentialsResolver(IdentityResolver[AWSCredentialsIdentity, Any])
     async def get_identity(self, *, properties: Any) -> AWSCredentialsIdentity:
         credentials = self._session.get_credentials()
         if credentials is None:
-            raise SmithyIdentityError("no AWS credentials found (environment, config files, container or IMDS)")
+            raise SmithyIdentityError(
+                "no AWS credentials found (environment, config files, container or IMDS)"
+            )
         frozen = credentials.get_frozen_credentials()
         return AWSCredentialsIdentity(
             access_key_id=frozen.access_key, secret_access_key=frozen.secret_key, session_token=frozen.token

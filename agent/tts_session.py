@@ -61,11 +61,18 @@ class TTSStreamError(RuntimeError):
 
 
 class TTSSession:
-    """Use as `async with await TTSSession.open(client, endpoint) as session:`."""
+    """Use as `async with await TTSSession.open(client, endpoint) as session:`.
+
+    Ending a session is in-band: `finish()` sends `{"type": "close"}`, the container finishes what is
+    queued and closes the WebSocket, and only then does the client end its input stream. Ending the
+    input stream first would make the platform close the container's WebSocket at once, dropping the
+    audio still being computed.
+    """
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
-        self._closed_input = False
+        self._finished = False
+        self._input_closed = False
 
     @classmethod
     async def open(cls, client: AsyncSageMakerRuntimeHTTP2Client, endpoint_name: str) -> TTSSession:
@@ -93,14 +100,14 @@ class TTSSession:
         await self.send({"type": "cancel"} if request_id is None else {"type": "cancel", "request_id": request_id})
 
     async def finish(self) -> None:
-        """No more messages: the container finishes what is queued, then closes the session."""
-        if not self._closed_input:
-            self._closed_input = True
+        """No more messages: the container finishes what is queued, then ends the session."""
+        if not self._finished:
+            self._finished = True
             await self.send({"type": "close"})
-            await self._stream.input_stream.close()
 
     async def chunks(self) -> AsyncIterator[Audio | Control]:
-        """Every chunk the container sends, in order, reassembled when it arrives in fragments."""
+        """Every chunk the container sends, in order, reassembled when it arrives in fragments,
+        until the container ends the session."""
         _, output = await self._stream.await_output()
         fragments: list[bytes] = []
         try:
@@ -117,13 +124,20 @@ class TTSSession:
             raise TTSStreamError(exc.error_code, exc.message) from exc
         except InternalStreamFailure as exc:
             raise TTSStreamError("InternalStreamFailure", exc.message) from exc
+        await self._close_input()
+
+    async def _close_input(self) -> None:
+        if not self._input_closed:
+            self._input_closed = True
+            await self._stream.input_stream.close()
 
     async def aclose(self) -> None:
-        """Close the session. Input still open means the turn was abandoned (barge-in, a client that
+        """Close the session. A session that was not finished was abandoned (barge-in, a client that
         went away): cancel what is queued first, so the endpoint stops computing unwanted audio."""
         # The stream may already be broken; closing must not mask the error that brought us here.
         with contextlib.suppress(Exception):
-            if not self._closed_input:
+            if not self._finished:
                 await self.cancel()
-            await self.finish()
+                await self.finish()
+            await self._close_input()
         await self._stream.close()

@@ -13,7 +13,9 @@ from deploy.orchestrate import deploy_parts, destroy_parts, status_of
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="python -m deploy", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
-    aws = commands.add_parser("aws", help="check prerequisites, deploy the speech stacks then the agent stacks")
+    aws = commands.add_parser(
+        "aws", help="check prerequisites, deploy the speech stacks then the agent stacks"
+    )
     synth = commands.add_parser("synth", help="synthesize every stack offline into cdk.out")
     destroy = commands.add_parser("destroy", help="delete the agent stacks, then the speech stacks")
     status = commands.add_parser("status", help="the endpoint and the runtime: ready, or why not")
@@ -37,7 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parts = all_parts(config)
         if args.command == "synth":
             assembly = cli.toolkit(config).synth(parts)
-            print(f"synthesized {', '.join(stack for part in parts for stack in part.stacks)} into {assembly}")
+            print(
+                f"synthesized {', '.join(stack for part in parts for stack in part.stacks)} into {assembly}"
+            )
             return 0
         aws = cli.clients(config)
         if args.command == "aws":

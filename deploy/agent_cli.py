@@ -15,7 +15,9 @@ def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="agent-infra", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
     deploy = commands.add_parser("deploy", help="deploy the runtime role and the runtime; wait for READY")
-    destroy = commands.add_parser("destroy", help="delete the agent stacks (ECR images and logs are retained)")
+    destroy = commands.add_parser(
+        "destroy", help="delete the agent stacks (ECR images and logs are retained)"
+    )
     status = commands.add_parser("status", help="READY, or why not, and the endpoint it speaks through")
     commands.add_parser("demo", help="talk to the deployed agent (agent.demo; `agent-infra demo --help`)")
     cli.add_agent(deploy, required=True)
@@ -24,7 +26,9 @@ def parser() -> argparse.ArgumentParser:
     # Accepted for symmetry with deploy: the stacks are found by name, so the model does not matter here.
     destroy.add_argument("--bedrock-model-id", help="the model the agent was deployed with (optional)")
     cli.add_wait(destroy)
-    status.add_argument("--tts-endpoint", help="SageMaker endpoint the agent speaks through (default kokoro-82m)")
+    status.add_argument(
+        "--tts-endpoint", help="SageMaker endpoint the agent speaks through (default kokoro-82m)"
+    )
     for command in (deploy, destroy, status):
         cli.add_common(command)
     return root
@@ -42,7 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = cli.config_from(args)
         aws = cli.clients(config)
         if args.command == "deploy":
-            statuses = deploy_parts(config, [agent_part(config)], aws, cli.toolkit(config), wait=not args.no_wait)
+            statuses = deploy_parts(
+                config, [agent_part(config)], aws, cli.toolkit(config), wait=not args.no_wait
+            )
             return 0 if all(status.ready for status in statuses) or args.no_wait else 1
         if args.command == "destroy":
             destroy_parts(config, [agent_part(config)], aws)

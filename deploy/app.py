@@ -11,22 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deploy.config import DeployConfig
-from deploy.errors import ConfigError
 from deploy.model_dir import resolve_model_dir
 from deploy.naming import Part, agent_stack, speech_stack
-
-try:
-    import aws_cdk as cdk
-except ImportError as exc:  # the CDK is an extra: status and destroy work without it
-    raise ConfigError(
-        "aws-cdk-lib is not installed; install the extra: pip install 'voice-agent-aws[cdk]'"
-    ) from exc
-
+from deploy.stacks import cdk
 from deploy.stacks.agent_runtime import AgentRuntimeStack
 from deploy.stacks.base import AgentBaseStack, SpeechBaseStack
 from deploy.stacks.endpoint import EndpointStack
 from deploy.stacks.model_cache import ModelCacheStack
-
 
 PROJECT_TAG = "voice-agent-aws"
 

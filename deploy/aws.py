@@ -6,6 +6,7 @@ it is None for AWS itself, where boto3 also honours `AWS_ENDPOINT_URL`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,9 @@ class Aws:
     _session: boto3.Session = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_session", boto3.Session(region_name=self.region))
+        # AWS_REGION first, as the AWS CLI v2 and the other SDKs do (botocore reads only AWS_DEFAULT_REGION).
+        region = self.region or os.environ.get("AWS_REGION") or None
+        object.__setattr__(self, "_session", boto3.Session(region_name=region))
 
     @property
     def session(self) -> boto3.Session:

@@ -53,4 +53,6 @@ class CdkToolkit:
             env["AWS_REGION"] = env["AWS_DEFAULT_REGION"] = self.config.region
         result = subprocess.run(self.deploy_argv(stacks), env=env, check=False)
         if result.returncode != 0:
-            raise CdkFailed(f"cdk deploy {' '.join(stacks)} failed (exit {result.returncode}); see its output above")
+            raise CdkFailed(
+                f"cdk deploy {' '.join(stacks)} failed (exit {result.returncode}); see its output above"
+            )

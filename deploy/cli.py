@@ -41,7 +41,9 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 def add_wait(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-wait", action="store_true", help="do not wait for InService/READY")
     parser.add_argument("--wait-delay", dest="wait_delay_s", type=float, help="seconds between status checks")
-    parser.add_argument("--wait-timeout", dest="wait_timeout_s", type=float, help="give up after this many seconds")
+    parser.add_argument(
+        "--wait-timeout", dest="wait_timeout_s", type=float, help="give up after this many seconds"
+    )
 
 
 def add_source(parser: argparse.ArgumentParser) -> None:
@@ -55,14 +57,22 @@ def add_speech(parser: argparse.ArgumentParser, image_flag: str = "--image-uri")
     parser.add_argument(
         "--max-instance-count", type=int, help="above the instance count: autoscale on concurrent requests"
     )
-    parser.add_argument("--target-concurrency", type=float, help="concurrent requests per instance to aim for")
+    parser.add_argument(
+        "--target-concurrency", type=float, help="concurrent requests per instance to aim for"
+    )
     parser.add_argument(image_flag, dest="tts_image_uri", help="tts image already in ECR (no Docker needed)")
-    parser.add_argument("--model-dir", type=Path, help="model directory to upload (default: export from PyPI)")
+    parser.add_argument(
+        "--model-dir", type=Path, help="model directory to upload (default: export from PyPI)"
+    )
 
 
-def add_agent(parser: argparse.ArgumentParser, *, image_flag: str = "--image-uri", required: bool = False) -> None:
+def add_agent(
+    parser: argparse.ArgumentParser, *, image_flag: str = "--image-uri", required: bool = False
+) -> None:
     parser.add_argument("--bedrock-model-id", required=required, help="Bedrock model or inference-profile ID")
-    parser.add_argument("--tts-endpoint", help="SageMaker endpoint the agent speaks through (default kokoro-82m)")
+    parser.add_argument(
+        "--tts-endpoint", help="SageMaker endpoint the agent speaks through (default kokoro-82m)"
+    )
     parser.add_argument("--voice", dest="tts_voice", help="default voice (default jm_kumo)")
     parser.add_argument(image_flag, dest="agent_image_uri", help="ARM64 agent image already in ECR")
 

@@ -1,6 +1,6 @@
 """The deploy commands' one configuration object, read from `DEPLOY_*` variables by `from_env()`.
 
-Command-line flags override single fields with `dataclasses.replace`; validation happens once, in
+Command-line flags override single fields (passed to `from_env`); validation happens once, in
 `__post_init__`, so a bad value is a `ConfigError` before anything is synthesized or called.
 """
 
@@ -10,12 +10,13 @@ import math
 import os
 import re
 import shlex
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent.config import AgentConfig
 from deploy.bedrock import validate_model_id
 from deploy.errors import ConfigError
+from deploy.images import parse_ecr_uri
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -91,6 +92,9 @@ class DeployConfig:
                 "digits and underscores (at most 48)"
             )
         validate_model_id(self.bedrock_model_id)
+        for uri in (self.tts_image_uri, self.agent_image_uri):
+            if uri:
+                parse_ecr_uri(uri)
         if not self.cdk_command:
             raise ConfigError("the cdk command is empty")
         if not (self.wait_delay_s > 0 and self.wait_timeout_s > 0):
@@ -116,7 +120,6 @@ class DeployConfig:
     @classmethod
     def from_env(cls, **overrides: object) -> DeployConfig:
         env = os.environ
-        source_dir = _env_path("DEPLOY_SOURCE_DIR") or cls.source_dir
         values: dict[str, object] = {
             "model": env.get("DEPLOY_MODEL") or cls.model,
             "region": env.get("DEPLOY_REGION") or None,
@@ -133,19 +136,17 @@ class DeployConfig:
             "tts_voice": env.get("AGENT_TTS_VOICE") or cls.tts_voice,
             "runtime_name": env.get("DEPLOY_RUNTIME_NAME") or cls.runtime_name,
             "agent_image_uri": env.get("DEPLOY_AGENT_IMAGE_URI") or None,
-            "source_dir": source_dir,
-            "outdir": _env_path("DEPLOY_OUTDIR") or source_dir / "cdk.out",
+            "source_dir": _env_path("DEPLOY_SOURCE_DIR") or cls.source_dir,
+            "outdir": _env_path("DEPLOY_OUTDIR"),
             "cdk_command": tuple(shlex.split(env.get("DEPLOY_CDK_CLI") or "cdk")),
             "docker_command": env.get("DEPLOY_DOCKER") or cls.docker_command,
             "wait_delay_s": _env_number("DEPLOY_WAIT_DELAY_S", cls.wait_delay_s, float),
             "wait_timeout_s": _env_number("DEPLOY_WAIT_TIMEOUT_S", cls.wait_timeout_s, float),
         }
         values.update({key: value for key, value in overrides.items() if value is not None})
+        if values["outdir"] is None:
+            values["outdir"] = Path(values["source_dir"]) / "cdk.out"  # type: ignore[arg-type]
         # Without an explicit maximum the endpoint keeps a fixed size (no autoscaling).
         default_max = values["instance_count"]
         values.setdefault("max_instance_count", int(_env_number("DEPLOY_MAX_INSTANCE_COUNT", default_max)))
         return cls(**values)  # type: ignore[arg-type]
-
-    def with_overrides(self, **overrides: object) -> DeployConfig:
-        """A copy with the given fields changed; `None` means "not given" and keeps the current value."""
-        return replace(self, **{key: value for key, value in overrides.items() if value is not None})

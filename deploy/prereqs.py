@@ -17,6 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from deploy.aws import Aws
 from deploy.config import DeployConfig
 from deploy.errors import MissingPrerequisites, Problem
+from deploy.images import parse_ecr_uri
 from deploy.naming import BOOTSTRAP_VERSION_PARAMETER, MIN_BOOTSTRAP_VERSION, Part
 from deploy.status import endpoint_status
 
@@ -49,7 +50,9 @@ def check_identity(aws: Aws, problems: list[Problem]) -> Identity | None:
     try:
         caller = aws.client("sts").get_caller_identity()
     except (ClientError, BotoCoreError) as exc:
-        problems.append(Problem("AWS credentials", f"rejected by STS: {exc}", "refresh or replace the credentials"))
+        problems.append(
+            Problem("AWS credentials", f"rejected by STS: {exc}", "refresh or replace the credentials")
+        )
         return None
     return Identity(account=caller["Account"], region=region, arn=caller["Arn"])
 
@@ -70,7 +73,9 @@ def check_bootstrap(aws: Aws, identity: Identity, problems: list[Problem]) -> No
                 )
             )
         else:
-            problems.append(Problem("CDK bootstrap", f"could not read {BOOTSTRAP_VERSION_PARAMETER}: {exc}", fix))
+            problems.append(
+                Problem("CDK bootstrap", f"could not read {BOOTSTRAP_VERSION_PARAMETER}: {exc}", fix)
+            )
         return
     except BotoCoreError as exc:
         problems.append(Problem("CDK bootstrap", f"could not read {BOOTSTRAP_VERSION_PARAMETER}: {exc}", fix))
@@ -112,10 +117,14 @@ def check_docker(config: DeployConfig, parts: Sequence[Part], problems: list[Pro
     build, arm64 = needs_docker(config, parts)
     if not build:
         return
-    fix = "start a Docker engine, or pass image URIs that are already in ECR (--image-uri / --agent-image-uri)"
+    fix = "start a Docker engine, or pass images already in ECR (--image-uri, --tts-/--agent-image-uri)"
     info = _run([config.docker_command, "info", "--format", "{{.ServerVersion}}"])
     if info is None or info.returncode != 0:
-        seen = "not installed" if info is None else (info.stderr.strip().splitlines() or ["no answer"])[-1]
+        seen = (
+            "not installed or not answering"
+            if info is None
+            else (info.stderr.strip().splitlines() or ["no answer"])[-1]
+        )
         problems.append(Problem("Docker engine", f"needed to build the image assets: {seen}", fix))
         return
     if arm64:
@@ -124,10 +133,29 @@ def check_docker(config: DeployConfig, parts: Sequence[Part], problems: list[Pro
             problems.append(
                 Problem(
                     "Docker ARM64 builds",
-                    "the agent image is ARM64 (AgentCore runs only ARM64) and no buildx builder offers linux/arm64",
-                    "docker run --privileged --rm tonistiigi/binfmt --install arm64, or pass --agent-image-uri",
+                    "the agent image is ARM64 (AgentCore runs only ARM64); "
+                    "no buildx builder offers linux/arm64",
+                    "docker run --privileged --rm tonistiigi/binfmt --install arm64, "
+                    "or pass --agent-image-uri",
                 )
             )
+
+
+def check_tts_image_region(
+    config: DeployConfig, parts: Sequence[Part], region: str, problems: list[Problem]
+) -> None:
+    """SageMaker requires the ECR image in the region of the model (ContainerDefinition.Image)."""
+    if "speech" not in {part.kind for part in parts} or not config.tts_image_uri:
+        return
+    image_region = parse_ecr_uri(config.tts_image_uri).region
+    if image_region != region:
+        problems.append(
+            Problem(
+                "tts image region",
+                f"{config.tts_image_uri} is in {image_region}, the deploy goes to {region}",
+                f"push the image to ECR in {region}, or deploy to {image_region}",
+            )
+        )
 
 
 def check_speech_endpoint(config: DeployConfig, aws: Aws, problems: list[Problem]) -> None:
@@ -151,10 +179,13 @@ def check_prerequisites(config: DeployConfig, aws: Aws, parts: Sequence[Part]) -
     check_docker(config, parts, problems)
     if identity is None:
         problems.append(
-            Problem("CDK bootstrap", "not checked: it needs working credentials and a region", "fix those first")
+            Problem(
+                "CDK bootstrap", "not checked: it needs working credentials and a region", "fix those first"
+            )
         )
     else:
         check_bootstrap(aws, identity, problems)
+        check_tts_image_region(config, parts, identity.region, problems)
         if {part.kind for part in parts} == {"agent"}:
             check_speech_endpoint(config, aws, problems)
     if problems:

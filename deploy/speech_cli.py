@@ -1,4 +1,4 @@
-"""`speech-infra deploy|destroy|status MODEL`: the speech endpoint on its own (model cache, role, endpoint)."""
+"""`speech-infra deploy|destroy|status MODEL`: the speech endpoint alone (model cache, role, endpoint)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,12 @@ from deploy.orchestrate import deploy_parts, destroy_parts, status_of
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="speech-infra", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
-    deploy = commands.add_parser("deploy", help="deploy the model cache, the role and the endpoint; wait for InService")
-    destroy = commands.add_parser("destroy", help="delete the stacks (the S3 cache and ECR images are retained)")
+    deploy = commands.add_parser(
+        "deploy", help="deploy the model cache, the role and the endpoint; wait for InService"
+    )
+    destroy = commands.add_parser(
+        "destroy", help="delete the stacks (the S3 cache and ECR images are retained)"
+    )
     status = commands.add_parser("status", help="InService, or why not (exit 0 only when InService)")
     for command in (deploy, destroy, status):
         command.add_argument("model", choices=sorted(SPEECH_MODELS), help="speech model")

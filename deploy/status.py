@@ -35,7 +35,9 @@ def _describe_endpoint(sagemaker: Any, name: str) -> dict[str, Any] | None:
 def _instances(sagemaker: Any, endpoint: dict[str, Any]) -> str:
     """`ml.g5.xlarge x1` from the endpoint config and the variants' current instance counts."""
     config = sagemaker.describe_endpoint_config(EndpointConfigName=endpoint["EndpointConfigName"])
-    types = {variant["VariantName"]: variant.get("InstanceType", "?") for variant in config["ProductionVariants"]}
+    types = {
+        variant["VariantName"]: variant.get("InstanceType", "?") for variant in config["ProductionVariants"]
+    }
     parts = []
     for variant in endpoint.get("ProductionVariants", []):
         count = variant.get("CurrentInstanceCount", variant.get("DesiredInstanceCount", "?"))

@@ -87,9 +87,9 @@ def _image_lines(image_uri: str | None, identity: Identity, what: str) -> list[s
     ]
     if image.repository == cdk_repository:
         lines.append(
-            f"    the repository {image.repository} itself belongs to the CDK bootstrap (stack CDKToolkit) and is "
-            "shared by every CDK app here; it goes with `aws cloudformation delete-stack --stack-name CDKToolkit` "
-            "once nothing needs it (empty it first)"
+            f"    the repository {image.repository} itself belongs to the CDK bootstrap (stack "
+            "CDKToolkit) and is shared by every CDK app here; it goes with "
+            "`aws cloudformation delete-stack --stack-name CDKToolkit` once nothing needs it (empty it first)"
         )
     else:
         lines.append(
@@ -115,7 +115,7 @@ def retention_notice(
         else:
             prefix = speech_stack(config.model, "ModelCache").lower()
             lines += [
-                f"- S3 model cache: a bucket named {prefix}-modelbucket... (already gone from the stack outputs)",
+                f"- S3 model cache: a bucket named {prefix}-modelbucket... (no outputs left to name it)",
                 f"    find: aws s3api list-buckets --query \"Buckets[?starts_with(Name, '{prefix}')].Name\"",
                 "    delete: aws s3 rb s3://BUCKET --force",
             ]

@@ -27,8 +27,18 @@ _RUNTIME_WAITERS = WaiterModel(
                     {"matcher": "path", "argument": "status", "state": "success", "expected": "READY"},
                     {"matcher": "path", "argument": "status", "state": "retry", "expected": "CREATING"},
                     {"matcher": "path", "argument": "status", "state": "retry", "expected": "UPDATING"},
-                    {"matcher": "path", "argument": "status", "state": "failure", "expected": "CREATE_FAILED"},
-                    {"matcher": "path", "argument": "status", "state": "failure", "expected": "UPDATE_FAILED"},
+                    {
+                        "matcher": "path",
+                        "argument": "status",
+                        "state": "failure",
+                        "expected": "CREATE_FAILED",
+                    },
+                    {
+                        "matcher": "path",
+                        "argument": "status",
+                        "state": "failure",
+                        "expected": "UPDATE_FAILED",
+                    },
                     {"matcher": "error", "state": "failure", "expected": "ResourceNotFoundException"},
                 ],
             }
@@ -50,7 +60,9 @@ def wait_endpoint_in_service(sagemaker: Any, name: str, *, delay_s: float, attem
     except WaiterError as exc:
         status = endpoint_status(sagemaker, name)
         if "Max attempts exceeded" in str(exc):
-            raise WaitFailed(f"{status}: still not InService after {attempts} checks {delay_s:g} s apart") from exc
+            raise WaitFailed(
+                f"{status}: still not InService after {attempts} checks {delay_s:g} s apart"
+            ) from exc
         raise WaitFailed(str(status)) from exc
     return endpoint_status(sagemaker, name)
 
@@ -65,6 +77,8 @@ def wait_runtime_ready(agentcore: Any, name: str, *, delay_s: float, attempts: i
     except WaiterError as exc:
         status = runtime_status(agentcore, name)
         if "Max attempts exceeded" in str(exc):
-            raise WaitFailed(f"{status}: still not READY after {attempts} checks {delay_s:g} s apart") from exc
+            raise WaitFailed(
+                f"{status}: still not READY after {attempts} checks {delay_s:g} s apart"
+            ) from exc
         raise WaitFailed(str(status)) from exc
     return runtime_status(agentcore, name)

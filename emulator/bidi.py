@@ -10,7 +10,8 @@ Per session: validate the request, pick a replica, open `ws://replica/<path>[?qu
   to the container, keep relaying its frames until it closes or a grace period ends.
 - container -> client: each frame becomes one PayloadPart with DataType and CompletionState; a
   container Close other than 1000 becomes a ModelStreamError event (ErrorCode = close code,
-  Message = reason); then END_STREAM.
+  Message = reason; a connection dropped without a Close counts as code 1006, RFC 6455 §7.1.5);
+  then END_STREAM.
 
 The WebSocket opens before the 200 goes out, so a rejected handshake can still be a 424 ModelError;
 on loopback that costs about a millisecond, and client events sent meanwhile wait in the body buffer.
@@ -42,8 +43,11 @@ from emulator.wsframes import FrameKind, FrameSocket, HandshakeRejected, WsFrame
 
 DEFAULT_PATH = "invocations-bidirectional-stream"
 PATH_RE = re.compile(r"^[A-Za-z0-9\-._]+(?:/[A-Za-z0-9\-._]+)*$")
-QUERY_RE = re.compile(r"^[a-zA-Z0-9][A-Za-z0-9_-]*=[A-Za-z0-9\-._~%]*(&[a-zA-Z0-9][A-Za-z0-9_-]*=[A-Za-z0-9\-._~%]*)*$")
-_DATA_TYPES: dict[str | None, FrameKind] = {None: "binary", "BINARY": "binary", "UTF8": "text"}
+QUERY_RE = re.compile(
+    r"^[a-zA-Z0-9][A-Za-z0-9_-]*=[A-Za-z0-9\-._~%]*(&[a-zA-Z0-9][A-Za-z0-9_-]*=[A-Za-z0-9\-._~%]*)*$"
+)
+_CLOSING: set[asyncio.Task[None]] = set()
+"""WebSockets still closing after their session ended (kept referenced until done)."""
 
 
 class StreamFailure(Exception):
@@ -77,7 +81,9 @@ def parse_target(name: str, headers) -> Target:
     if variant is not None and not NAME_RE.match(variant):
         raise input_error(f"TargetVariant {variant!r} must match {NAME_RE.pattern}.")
     if path is not None and (len(path) > 100 or not PATH_RE.match(path)):
-        raise input_error(f"ModelInvocationPath {path!r} must match {PATH_RE.pattern} (at most 100 characters).")
+        raise input_error(
+            f"ModelInvocationPath {path!r} must match {PATH_RE.pattern} (at most 100 characters)."
+        )
     if query is not None and (len(query) > 2048 or not QUERY_RE.match(query)):
         raise input_error("ModelQueryString must be key=value pairs joined by & (at most 2048 characters).")
     resource = "/" + (path or DEFAULT_PATH) + (f"?{query}" if query else "")
@@ -94,10 +100,13 @@ class Session:
         self.chain = EventChain(signed) if signed is not None else None
         self.failure: StreamFailure | None = None
         self.input_ended = False
+        self.input_ended_by_client = False
+        self._request_done = asyncio.Event()
         self._in_fragment = False
         self._out_kind: FrameKind = "binary"
         self._in_delay = Delay(config.latency_in_ms, config.jitter_in_ms)
         self._out_delay = Delay(config.latency_out_ms, config.jitter_out_ms)
+        self._sender: asyncio.Task[None] | None = None
 
     async def run(self, body: Body) -> AsyncIterator[bytes]:
         loop = asyncio.get_running_loop()
@@ -109,11 +118,20 @@ class Session:
             final = self._final_event()
             if final is not None:
                 yield final
+            if self.input_ended:
+                # The client ended its input: let its END_STREAM arrive before ours, or the CRT
+                # client fails writing it to a completed stream.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await self._request_done.wait()
         finally:
-            for task in tasks:
-                task.cancel()
+            for task in [*tasks, self._sender]:
+                if task is not None:
+                    task.cancel()
             self.route.replica.sessions -= 1
-            loop.create_task(self._close_quietly())
+            closing = loop.create_task(self._close_quietly())
+            _CLOSING.add(closing)
+            closing.add_done_callback(_CLOSING.discard)
 
     def _fail(self, failure: StreamFailure) -> None:
         if self.failure is None:
@@ -124,13 +142,14 @@ class Session:
         if self.failure is not None:
             return self.failure.event
         code = self.ws.close_code
-        if self.ws.close_sent_first and code in {1000, None}:
-            return None
-        if code == 1006:
-            return StreamFailure("ModelStreamError", "the connection to the model container was lost", "StreamBroken").event
+        if self.ws.close_sent_first and code in {None, 1000, 1005, 1006}:
+            return None  # we closed (end of input): the container's normal answer, or none, is no error
         if code == 1000 and not self.config.close_1000_is_error:
             return None
-        return StreamFailure("ModelStreamError", self.ws.close_reason, str(code)).event
+        reason = self.ws.close_reason
+        if code == 1006:
+            reason = "the model container dropped the connection without a WebSocket Close"
+        return StreamFailure("ModelStreamError", reason, str(code)).event
 
     def _payload_part(self, frame: WsFrame) -> bytes:
         if frame.kind != "continuation":
@@ -142,26 +161,35 @@ class Session:
             headers["CompletionState"] = "COMPLETE"
         elif self.config.unfragmented_completion_state:
             headers["CompletionState"] = self.config.unfragmented_completion_state
-        return eventstream.event("PayloadPart", frame.data, content_type="application/octet-stream", **headers)
+        return eventstream.event(
+            "PayloadPart", frame.data, content_type="application/octet-stream", **headers
+        )
 
     # client -> container -------------------------------------------------------------------------
 
     async def _pump_in(self, body: Body) -> None:
         """Read the request body; a sender task applies the in-direction latency and writes frames."""
         queue: asyncio.Queue[tuple[float, eventstream.Message | None]] = asyncio.Queue(maxsize=256)
-        sender = asyncio.get_running_loop().create_task(self._send_frames(queue))
+        sender = self._sender = asyncio.get_running_loop().create_task(self._send_frames(queue))
         decoder = eventstream.Decoder()
         try:
             async for chunk in body:
+                if self.input_ended_by_client:
+                    continue
                 for message in decoder.feed(chunk):
                     part = self._unwrap(message)
                     await queue.put((time.monotonic(), part))
                     if part is None:
-                        return
-            await queue.put((time.monotonic(), None))
+                        self.input_ended_by_client = True
+                        break
+            self._request_done.set()
+            if not self.input_ended_by_client:
+                await queue.put((time.monotonic(), None))
             await sender
         except eventstream.EventStreamError as exc:
-            self._fail(StreamFailure("InternalStreamFailure", f"malformed event stream from the client: {exc}"))
+            self._fail(
+                StreamFailure("InternalStreamFailure", f"malformed event stream from the client: {exc}")
+            )
         except StreamFailure as failure:
             self._fail(failure)
         finally:
@@ -179,7 +207,8 @@ class Session:
         if message.message_type != "event" or message.event_type != "PayloadPart":
             raise StreamFailure(
                 "InternalStreamFailure",
-                f"expected a PayloadPart event, got {message.message_type}/{message.event_type or message.exception_type}",
+                "expected a PayloadPart event, got "
+                f"{message.message_type}/{message.event_type or message.exception_type}",
             )
         return message
 
@@ -200,14 +229,18 @@ class Session:
     async def _send_part(self, part: eventstream.Message) -> None:
         data_type = part.headers.get("DataType")
         state = part.headers.get("CompletionState")
-        kind = _DATA_TYPES.get(data_type if isinstance(data_type, str) else None)
-        if kind is None or (data_type is not None and not isinstance(data_type, str)):
-            raise StreamFailure("InternalStreamFailure", f"DataType must be UTF8 or BINARY, got {data_type!r}")
+        if data_type not in {None, "UTF8", "BINARY"}:
+            raise StreamFailure(
+                "InternalStreamFailure", f"DataType must be UTF8 or BINARY, got {data_type!r}"
+            )
         if state not in {None, "PARTIAL", "COMPLETE"}:
-            raise StreamFailure("InternalStreamFailure", f"CompletionState must be PARTIAL or COMPLETE, got {state!r}")
+            raise StreamFailure(
+                "InternalStreamFailure", f"CompletionState must be PARTIAL or COMPLETE, got {state!r}"
+            )
         if not self.ws.open:
             return
         fin = state != "PARTIAL"
+        kind: FrameKind = "text" if data_type == "UTF8" else "binary"
         await self.ws.send("continuation" if self._in_fragment else kind, part.payload, fin)
         self._in_fragment = not fin
 
@@ -225,18 +258,22 @@ class Session:
             wait = min(self.config.ws_ping_interval_s, deadline - time.monotonic())
             await asyncio.sleep(max(0.0, wait))
             if time.monotonic() >= deadline:
-                self._fail(StreamFailure(
-                    "ModelStreamError",
-                    f"the session reached the maximum duration of {self.config.max_session_s:g} s",
-                    "ModelInvocationTimeExceeded",
-                ))
+                self._fail(
+                    StreamFailure(
+                        "ModelStreamError",
+                        f"the session reached the maximum duration of {self.config.max_session_s:g} s",
+                        "ModelInvocationTimeExceeded",
+                    )
+                )
                 return
             if self.ws.unanswered_pings >= self.config.ws_ping_misses:
-                self._fail(StreamFailure(
-                    "ModelStreamError",
-                    f"the model container did not answer {self.ws.unanswered_pings} pings",
-                    "StreamBroken",
-                ))
+                self._fail(
+                    StreamFailure(
+                        "ModelStreamError",
+                        f"the model container did not answer {self.ws.unanswered_pings} pings",
+                        "StreamBroken",
+                    )
+                )
                 return
             with contextlib.suppress(ConnectionError, OSError):
                 await self.ws.ping()
@@ -258,7 +295,9 @@ def bidi_blueprint(config: EmulatorConfig, router: Router, runtime: Runtime) -> 
             route = router.route(name, target.variant)
         except RoutingError as err:
             if err.kind == "no_replica":
-                raise AwsError("ServiceUnavailableError", err.message, 503, ErrorCode="ServiceUnavailable") from err
+                raise AwsError(
+                    "ServiceUnavailableError", err.message, 503, ErrorCode="ServiceUnavailable"
+                ) from err
             raise input_error(err.message) from err
         try:
             labelled = await runtime.is_bidirectional(route.deployed.model.image)
@@ -266,12 +305,13 @@ def bidi_blueprint(config: EmulatorConfig, router: Router, runtime: Runtime) -> 
             raise input_error(str(exc)) from exc
         if not labelled:
             raise input_error(
-                f"Endpoint {name} does not support bidirectional streaming: image {route.deployed.model.image} "
+                f"Endpoint {name} does not support bidirectional streaming: "
+                f"image {route.deployed.model.image} "
                 "lacks the label com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true."
             )
         host, port = route.replica.address or ("127.0.0.1", 0)
         try:
-            ws = await FrameSocket.connect(host, port, target.resource, timeout=config.ws_connect_timeout_s)
+            ws = await FrameSocket.connect(host, port, target.resource, limit_s=config.ws_connect_timeout_s)
         except HandshakeRejected as exc:
             err = model_error(config, route, exc.status, bytes(exc.body).decode(errors="replace"))
             err.members["ErrorCode"] = "ModelError"
@@ -293,8 +333,9 @@ def bidi_blueprint(config: EmulatorConfig, router: Router, runtime: Runtime) -> 
 
         @stream_with_context
         async def events() -> AsyncIterator[bytes]:
-            async for chunk in session.run(body):
-                yield chunk
+            async with contextlib.aclosing(session.run(body)) as stream:
+                async for chunk in stream:
+                    yield chunk
 
         return Response(
             events(),

@@ -55,7 +55,8 @@ def model_error(config: EmulatorConfig, route: Route, status: int, text: str) ->
     )
     return AwsError(
         "ModelError",
-        f'Received {kind} error ({status}) from primary with message "{text}". See {logs} for more information. '
+        f'Received {kind} error ({status}) from primary with message "{text}". '
+        f"See {logs} for more information. "
         f"(emulator log: {route.replica.log_path})",
         424,
         OriginalStatusCode=status,
@@ -125,7 +126,9 @@ def classic_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
             "x-amzn-RequestId": request_id(),
         }
         if "X-Amzn-SageMaker-Custom-Attributes" in upstream.headers:
-            headers["X-Amzn-SageMaker-Custom-Attributes"] = upstream.headers["X-Amzn-SageMaker-Custom-Attributes"]
+            headers["X-Amzn-SageMaker-Custom-Attributes"] = upstream.headers[
+                "X-Amzn-SageMaker-Custom-Attributes"
+            ]
         return headers
 
     @bp.post("/endpoints/<name>/invocations")
@@ -136,7 +139,9 @@ def classic_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
             return rest_json_error(err)
         route.replica.sessions += 1
         try:
-            upstream = await http.post(url(route), content=body, headers=headers, timeout=config.invoke_timeout_s)
+            upstream = await http.post(
+                url(route), content=body, headers=headers, timeout=config.invoke_timeout_s
+            )
         except httpx.TimeoutException:
             return rest_json_error(model_error(config, route, 0, TIMED_OUT))
         except httpx.HTTPError as exc:
@@ -163,7 +168,9 @@ def classic_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
         route.replica.sessions += 1
         try:
             upstream = await http.send(
-                http.build_request("POST", url(route), content=body, headers=headers, timeout=config.invoke_timeout_s),
+                http.build_request(
+                    "POST", url(route), content=body, headers=headers, timeout=config.invoke_timeout_s
+                ),
                 stream=True,
             )
             if not 200 <= upstream.status_code < 300:
@@ -197,8 +204,12 @@ def classic_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
                 route.replica.sessions -= 1
 
         out_headers = response_headers(route, upstream)
-        out_headers["X-Amzn-SageMaker-Content-Type"] = upstream.headers.get("Content-Type", "application/octet-stream")
-        return Response(events(), status=200, content_type="application/vnd.amazon.eventstream", headers=out_headers)
+        out_headers["X-Amzn-SageMaker-Content-Type"] = upstream.headers.get(
+            "Content-Type", "application/octet-stream"
+        )
+        return Response(
+            events(), status=200, content_type="application/vnd.amazon.eventstream", headers=out_headers
+        )
 
     return bp
 

@@ -56,7 +56,9 @@ def default_images() -> dict[str, ImageSpec]:
     """Image name -> local command for the `process` runtime (matched on the repository's last part)."""
     return {
         "kokoro-tts": ImageSpec(("{python}", "-m", "tts", "serve", "--host", "{host}", "--port", "{port}")),
-        "echo": ImageSpec(("{python}", "-m", "emulator.echo_container", "--host", "{host}", "--port", "{port}")),
+        "echo": ImageSpec(
+            ("{python}", "-m", "emulator.echo_container", "--host", "{host}", "--port", "{port}")
+        ),
     }
 
 

@@ -27,7 +27,9 @@ Operation = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class ControlPlane:
-    def __init__(self, config: EmulatorConfig, store: Store, runtime: Runtime, controller: Controller) -> None:
+    def __init__(
+        self, config: EmulatorConfig, store: Store, runtime: Runtime, controller: Controller
+    ) -> None:
         self.config = config
         self.store = store
         self.runtime = runtime
@@ -58,7 +60,7 @@ class ControlPlane:
 
     # models ---------------------------------------------------------------------------------------
 
-    def CreateModel(self, body: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def CreateModel(self, body: dict[str, Any]) -> dict[str, Any]:
         model = parse_model(body, self.config.region, self.config.account_id)
         if model.name in self.store.models:
             raise validation(f'Cannot create already existing model "{model.arn}".')
@@ -79,7 +81,7 @@ class ControlPlane:
             raise validation(f'Could not find model "{self._arn("model", name)}".')
         return model
 
-    def DescribeModel(self, body: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def DescribeModel(self, body: dict[str, Any]) -> dict[str, Any]:
         model = self._model(body)
         request_fields = model.request
         primary = request_fields.get("PrimaryContainer") or (request_fields.get("Containers") or [{}])[0]
@@ -94,12 +96,12 @@ class ControlPlane:
             out["ExecutionRoleArn"] = request_fields["ExecutionRoleArn"]
         return out
 
-    def DeleteModel(self, body: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def DeleteModel(self, body: dict[str, Any]) -> dict[str, Any]:
         model = self._model(body)
         del self.store.models[model.name]
         return {}
 
-    def ListModels(self, body: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def ListModels(self, body: dict[str, Any]) -> dict[str, Any]:
         contains = str(body.get("NameContains") or "")
         return {
             "Models": [
@@ -111,7 +113,7 @@ class ControlPlane:
 
     # endpoint configs -----------------------------------------------------------------------------
 
-    def CreateEndpointConfig(self, body: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def CreateEndpointConfig(self, body: dict[str, Any]) -> dict[str, Any]:
         config = parse_endpoint_config(body, self.config.region, self.config.account_id, self.store.models)
         if config.name in self.store.configs:
             raise validation(f'Cannot create already existing endpoint configuration "{config.arn}".')
@@ -125,7 +127,7 @@ class ControlPlane:
             raise validation(f'Could not find endpoint configuration "{self._arn("endpoint-config", name)}".')
         return config
 
-    def DescribeEndpointConfig(self, body: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def DescribeEndpointConfig(self, body: dict[str, Any]) -> dict[str, Any]:
         config = self._endpoint_config(body)
         return {
             "EndpointConfigName": config.name,
@@ -134,12 +136,12 @@ class ControlPlane:
             "CreationTime": config.created,
         }
 
-    def DeleteEndpointConfig(self, body: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def DeleteEndpointConfig(self, body: dict[str, Any]) -> dict[str, Any]:
         config = self._endpoint_config(body)
         del self.store.configs[config.name]
         return {}
 
-    def ListEndpointConfigs(self, body: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def ListEndpointConfigs(self, body: dict[str, Any]) -> dict[str, Any]:
         contains = str(body.get("NameContains") or "")
         return {
             "EndpointConfigs": [
@@ -158,13 +160,15 @@ class ControlPlane:
             raise validation(f'Could not find model "{self._arn("model", missing[0])}".')
         return new_deployment(config, self.store.models, endpoint_name, self.config.home_dir / "logs")
 
-    def CreateEndpoint(self, body: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def CreateEndpoint(self, body: dict[str, Any]) -> dict[str, Any]:
         name = require_name(body, "EndpointName")
         endpoint_arn = self._arn("endpoint", name)
         if name in self.store.endpoints:
             raise validation(f'Cannot create already existing endpoint "{endpoint_arn}".')
         deployment = self._deployment(name, body)
-        endpoint = Endpoint(name=name, arn=endpoint_arn, config_name=deployment.config.name, pending=deployment)
+        endpoint = Endpoint(
+            name=name, arn=endpoint_arn, config_name=deployment.config.name, pending=deployment
+        )
         self.store.endpoints[name] = endpoint
         self.store.events.add("Normal", "Creating", name, f"endpoint config {deployment.config.name}")
         self.controller.wake()
@@ -177,7 +181,7 @@ class ControlPlane:
             raise validation(f'Could not find endpoint "{self._arn("endpoint", name)}".')
         return endpoint
 
-    def DescribeEndpoint(self, body: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def DescribeEndpoint(self, body: dict[str, Any]) -> dict[str, Any]:
         ep = self._endpoint(body)
         out: dict[str, Any] = {
             "EndpointName": ep.name,
@@ -199,11 +203,14 @@ class ControlPlane:
             }
         return out
 
-    def UpdateEndpoint(self, body: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def UpdateEndpoint(self, body: dict[str, Any]) -> dict[str, Any]:
         ep = self._endpoint(body)
         if ep.status != "InService":
-            raise validation(f'Cannot update in-progress endpoint "{ep.arn}".' if ep.status != "Failed"
-                             else f'Cannot update failed endpoint "{ep.arn}".')
+            raise validation(
+                f'Cannot update in-progress endpoint "{ep.arn}".'
+                if ep.status != "Failed"
+                else f'Cannot update failed endpoint "{ep.arn}".'
+            )
         ep.pending = self._deployment(ep.name, body)
         ep.status = "Updating"
         ep.failure_reason = None
@@ -212,7 +219,7 @@ class ControlPlane:
         self.controller.wake()
         return {"EndpointArn": ep.arn}
 
-    def DeleteEndpoint(self, body: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def DeleteEndpoint(self, body: dict[str, Any]) -> dict[str, Any]:
         ep = self._endpoint(body)
         if ep.status != "Deleting":
             ep.status = "Deleting"
@@ -221,7 +228,7 @@ class ControlPlane:
             self.controller.wake()
         return {}
 
-    def ListEndpoints(self, body: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def ListEndpoints(self, body: dict[str, Any]) -> dict[str, Any]:
         contains = str(body.get("NameContains") or "")
         status = body.get("StatusEquals")
         return {
@@ -274,7 +281,9 @@ def control_plane_blueprint(plane: ControlPlane) -> Blueprint:
             service, _, operation = request.headers.get("X-Amz-Target", "").partition(".")
             handler = operations.get(operation) if service == "SageMaker" else None
             if handler is None:
-                raise AwsError("UnknownOperationException", f"operation {operation or '(none)'} is not emulated")
+                raise AwsError(
+                    "UnknownOperationException", f"operation {operation or '(none)'} is not emulated"
+                )
             try:
                 body = json.loads(raw or b"{}")
             except ValueError as exc:

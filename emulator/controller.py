@@ -46,7 +46,9 @@ def log_tail(replica: Replica, lines: int = 5) -> str:
 
 
 class Controller:
-    def __init__(self, config: EmulatorConfig, store: Store, runtime: Runtime, http: httpx.AsyncClient) -> None:
+    def __init__(
+        self, config: EmulatorConfig, store: Store, runtime: Runtime, http: httpx.AsyncClient
+    ) -> None:
         self.config = config
         self.store = store
         self.runtime = runtime
@@ -120,13 +122,19 @@ class Controller:
                     if replica.start_error:
                         detail = replica.start_error
                     tail = log_tail(replica)
-                    self._fail_pending(ep, f"{PING_FAILURE.format(variant=replica.variant)} ({detail}"
-                                       f"{'; log: ' + tail if tail else ''})")
+                    self._fail_pending(
+                        ep,
+                        f"{PING_FAILURE.format(variant=replica.variant)} ({detail}"
+                        f"{'; log: ' + tail if tail else ''})",
+                    )
                     return
                 if now >= (replica.exited_at or 0) + restart_backoff(replica.restarts):
                     replica.restarts += 1
                     self._event(
-                        "Normal", "Restarting", replica.id, f"restart #{replica.restarts} of {replica.variant}"
+                        "Normal",
+                        "Restarting",
+                        replica.id,
+                        f"restart #{replica.restarts} of {replica.variant}",
                     )
                     replica.phase = "Starting"
                     replica.starter = self._spawn(self._start(replica))
@@ -199,7 +207,12 @@ class Controller:
             return
         replica.phase = "Running"
         replica.started_at = time.time()
-        self._event("Normal", "Started", replica.id, f"{model.image} on port {replica.handle.port} ({replica.handle.ident})")
+        self._event(
+            "Normal",
+            "Started",
+            replica.id,
+            f"{model.image} on port {replica.handle.port} ({replica.handle.ident})",
+        )
         replica.watcher = asyncio.get_running_loop().create_task(self._watch(replica))
 
     async def _watch(self, replica: Replica) -> None:

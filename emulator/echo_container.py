@@ -13,7 +13,8 @@
   it: `{"opcode": "text"|"binary"|"continuation", "fin": bool, "data": str, "path", "query", "pid"}`.
   A complete text frame holding `{"cmd": ...}` is a command instead: `{"cmd": "send", "frames":
   [{"kind": "text"|"binary"|"continuation", "data": str, "fin": bool}, ...]}` sends those raw frames,
-  `{"cmd": "close", "code": 1011, "reason": "..."}` closes the WebSocket.
+  `{"cmd": "close", "code": 1011, "reason": "..."}` closes the WebSocket, `{"cmd": "env", "names": [...]}`
+  answers those environment variables and the files of `SM_MODEL_DIR`.
 
 It is the reference container for the emulator's tests and for `python -m emulator.bench`, written
 on raw frames (emulator.wsframes) so it sees fragments exactly as they travel.
@@ -29,6 +30,7 @@ import json
 import os
 import signal
 from collections.abc import Mapping
+from pathlib import Path
 
 from emulator.wsframes import FrameSocket, WsFrame
 
@@ -112,6 +114,12 @@ def _describe(frame: WsFrame, path: str, query: str) -> bytes:
     return json.dumps(report).encode()
 
 
+def _environment(names: list[str]) -> dict[str, object]:
+    model_dir = os.environ.get("SM_MODEL_DIR")
+    files = sorted(str(p.relative_to(model_dir)) for p in Path(model_dir).rglob("*")) if model_dir else []
+    return {"env": {name: os.environ.get(name) for name in names}, "model_files": files, "pid": os.getpid()}
+
+
 async def _report_session(ws: FrameSocket, path: str, query: str) -> None:
     in_message = False
     while (frame := await ws.recv()) is not None:
@@ -125,9 +133,13 @@ async def _report_session(ws: FrameSocket, path: str, query: str) -> None:
             await ws.send("text", _describe(frame, path, query))
         elif command["cmd"] == "send":
             for out in command.get("frames", []):
-                await ws.send(out.get("kind", "text"), str(out.get("data", "")).encode(), bool(out.get("fin", True)))
+                await ws.send(
+                    out.get("kind", "text"), str(out.get("data", "")).encode(), bool(out.get("fin", True))
+                )
         elif command["cmd"] == "close":
             await ws.close(int(command.get("code", 1000)), str(command.get("reason", "")))
+        elif command["cmd"] == "env":
+            await ws.send("text", json.dumps(_environment(command.get("names", []))).encode())
     await ws.wait_closed(5)
 
 
@@ -146,7 +158,9 @@ async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.Stream
             path, _, query = target.partition("?")
             if headers.get("upgrade", "").lower() == "websocket":
                 known = path in {"/invocations-bidirectional-stream", "/report"}
-                ws = await FrameSocket.accept(reader, writer, head, reject=None if known else (404, "no such path"))
+                ws = await FrameSocket.accept(
+                    reader, writer, head, reject=None if known else (404, "no such path")
+                )
                 if ws is not None:
                     await (_report_session(ws, path, query) if path == "/report" else _echo_session(ws))
                 return
@@ -166,18 +180,35 @@ async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.Stream
 
 async def serve(host: str, port: int) -> None:
     await asyncio.sleep(float(os.environ.get("ECHO_STARTUP_DELAY_S", "0")))
-    server = await asyncio.start_server(_serve_connection, host, port)
+    connections: set[asyncio.Task[object]] = set()
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        connections.add(task)
+        try:
+            await _serve_connection(reader, writer)
+        finally:
+            connections.discard(task)
+
+    server = await asyncio.start_server(connection, host, port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     print(f"echo container listening on {host}:{port}", flush=True)
-    async with server:
-        await stop.wait()
+    await stop.wait()
+    # Keep-alive connections (the health probes) would hold `wait_closed()` open: end them.
+    server.close()
+    for task in list(connections):
+        task.cancel()
+    await asyncio.gather(*connections, return_exceptions=True)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m emulator.echo_container", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m emulator.echo_container", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("mode", nargs="?", default="serve", choices=["serve"])
     parser.add_argument("--host", default=os.environ.get("ECHO_HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("ECHO_PORT", "8080")))

@@ -57,10 +57,14 @@ def arn(region: str, account: str, kind: str, name: str) -> str:
 def require_name(body: Mapping[str, Any], field: str) -> str:
     value = body.get(field)
     if not isinstance(value, str) or not value:
-        raise validation(f"1 validation error detected: Value null at '{_camel(field)}' failed to satisfy constraint: Member must not be null")
+        raise validation(
+            f"1 validation error detected: Value null at '{_camel(field)}' failed to satisfy constraint: "
+            "Member must not be null"
+        )
     if not NAME_RE.match(value):
         raise validation(
-            f"1 validation error detected: Value '{value}' at '{_camel(field)}' failed to satisfy constraint: "
+            f"1 validation error detected: Value '{value}' at '{_camel(field)}' "
+            "failed to satisfy constraint: "
             f"Member must satisfy regular expression pattern: {NAME_RE.pattern}"
         )
     return value
@@ -80,7 +84,9 @@ def _environment(raw: Any) -> dict[str, str]:
     env: dict[str, str] = {}
     for key, value in raw.items():
         if not isinstance(key, str) or not ENV_KEY_RE.match(key) or len(key) > 1024:
-            raise validation(f"Environment key {key!r} must match {ENV_KEY_RE.pattern} (at most 1024 characters)")
+            raise validation(
+                f"Environment key {key!r} must match {ENV_KEY_RE.pattern} (at most 1024 characters)"
+            )
         if not isinstance(value, str) or len(value) > 1024:
             raise validation(f"Environment value of {key} must be a string of at most 1024 characters")
         env[key] = value
@@ -111,7 +117,9 @@ def parse_model(body: Mapping[str, Any], region: str, account: str) -> Model:
     primary = body.get("PrimaryContainer")
     if primary is None and isinstance(containers, list) and containers:
         if len(containers) > 1:
-            raise AwsError("ValidationException", "multi-container models (inference pipelines) are not emulated")
+            raise AwsError(
+                "ValidationException", "multi-container models (inference pipelines) are not emulated"
+            )
         primary = containers[0]
     if not isinstance(primary, Mapping):
         raise validation("CreateModel needs PrimaryContainer (or one entry in Containers)")
@@ -171,7 +179,7 @@ def parse_endpoint_config(
         raise validation("VariantName values must be unique within an endpoint configuration")
     for variant in variants:
         if variant.model_name not in models:
-            raise validation(f"Could not find model \"{arn(region, account, 'model', variant.model_name)}\".")
+            raise validation(f'Could not find model "{arn(region, account, "model", variant.model_name)}".')
     return EndpointConfig(
         name=name,
         arn=arn(region, account, "endpoint-config", name),

@@ -59,7 +59,9 @@ class Router:
                 deployed = next(iter(variants.values()))
         ready = [r for r in deployed.replicas if r.ready]
         if not ready:
-            raise RoutingError("no_replica", f"No healthy instance of variant {deployed.variant.name} on endpoint {name}.")
+            raise RoutingError(
+                "no_replica", f"No healthy instance of variant {deployed.variant.name} on endpoint {name}."
+            )
         turn = next(self._turn)
         replica = min(ready, key=lambda r: (r.sessions, (ready.index(r) - turn) % len(ready)))
         return Route(ep, deployed, replica)

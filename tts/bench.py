@@ -56,8 +56,11 @@ async def _first_audio(url: str, text: str) -> tuple[float, float]:
 
 
 def _summary(values: list[float]) -> dict[str, float]:
-    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
-            "max": round(max(values), 3)}
+    return {
+        "median": round(statistics.median(values), 3),
+        "min": round(min(values), 3),
+        "max": round(max(values), 3),
+    }
 
 
 def _measure_engine(trials: int) -> dict[str, object]:
@@ -70,15 +73,22 @@ def _measure_engine(trials: int) -> dict[str, object]:
         started = time.perf_counter()
         audio = engine.synthesize(tokens, config.voice, 1.0)
         rtfs.append((time.perf_counter() - started) / (len(audio) / SAMPLE_RATE))
-    return {"load_s": round(engine.load_seconds, 3), "provider": engine.provider, "phoneme_tokens": len(tokens),
-            "audio_s": round(len(audio) / SAMPLE_RATE, 3), "rtf": _summary(rtfs)}
+    return {
+        "load_s": round(engine.load_seconds, 3),
+        "provider": engine.provider,
+        "phoneme_tokens": len(tokens),
+        "audio_s": round(len(audio) / SAMPLE_RATE, 3),
+        "rtf": _summary(rtfs),
+    }
 
 
 def _measure_server(trials: int) -> dict[str, object]:
     port = _free_port()
     started = time.perf_counter()
-    server = subprocess.Popen([sys.executable, "-m", "tts", "serve", "--port", str(port), "--log-level", "warning"],
-                              start_new_session=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tts", "serve", "--port", str(port), "--log-level", "warning"],
+        start_new_session=True,
+    )
     try:
         while True:
             try:
@@ -115,7 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("out/tts-bench.json"))
     args = parser.parse_args(argv)
     result = {
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
         "text": {"first_sentence": FIRST_SENTENCE, "whole_answer_chars": len(ANSWER)},
         "trials": args.trials,
         "engine": _measure_engine(args.trials),
@@ -123,12 +137,16 @@ def main(argv: list[str] | None = None) -> int:
     }
     engine, server = result["engine"], result["server"]
     print(f"model load           {engine['load_s']:.2f} s ({engine['provider']})")
-    print(f"real-time factor     {engine['rtf']['median']:.2f} (median of {args.trials}, "
-          f"{engine['audio_s']:.1f} s of audio, {engine['phoneme_tokens']} phoneme tokens)")
+    print(
+        f"real-time factor     {engine['rtf']['median']:.2f} (median of {args.trials}, "
+        f"{engine['audio_s']:.1f} s of audio, {engine['phoneme_tokens']} phoneme tokens)"
+    )
     print(f"server ready         {server['server_ready_s']:.2f} s after start (load + warm-up)")
-    print(f"first audio byte     first sentence {server['ttfa_first_sentence_s']['median']:.2f} s | "
-          f"whole answer as one message {server['ttfa_whole_answer_s']['median']:.2f} s "
-          f"({server['whole_over_first_ratio']:.1f}x later)")
+    print(
+        f"first audio byte     first sentence {server['ttfa_first_sentence_s']['median']:.2f} s | "
+        f"whole answer as one message {server['ttfa_whole_answer_s']['median']:.2f} s "
+        f"({server['whole_over_first_ratio']:.1f}x later)"
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -56,9 +56,13 @@ def streaming_wav_header(sample_rate: int = SAMPLE_RATE) -> bytes:
     """A WAV header for a stream of unknown length: RIFF and data sizes are 0xFFFFFFFF."""
     byte_rate = sample_rate * 2
     return (
-        b"RIFF" + struct.pack("<I", 0xFFFFFFFF) + b"WAVE"
-        + b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, sample_rate, byte_rate, 2, 16)
-        + b"data" + struct.pack("<I", 0xFFFFFFFF)
+        b"RIFF"
+        + struct.pack("<I", 0xFFFFFFFF)
+        + b"WAVE"
+        + b"fmt "
+        + struct.pack("<IHHIIHH", 16, 1, 1, sample_rate, byte_rate, 2, 16)
+        + b"data"
+        + struct.pack("<I", 0xFFFFFFFF)
     )
 
 

@@ -31,7 +31,9 @@ class SynthesisCancelled(Exception):
 def _providers(choice: str) -> list[str]:
     available = ort.get_available_providers()
     if choice == "cuda" and "CUDAExecutionProvider" not in available:
-        raise RuntimeError("TTS_PROVIDER=cuda but onnxruntime has no CUDAExecutionProvider (install onnxruntime-gpu)")
+        raise RuntimeError(
+            "TTS_PROVIDER=cuda but onnxruntime has no CUDAExecutionProvider (install onnxruntime-gpu)"
+        )
     if choice in {"cuda", "auto"} and "CUDAExecutionProvider" in available:
         # onnxruntime-gpu[cuda,cudnn] ships CUDA and cuDNN as pip wheels; load them before the session.
         if hasattr(ort, "preload_dlls"):
@@ -59,7 +61,10 @@ class KokoroEngine:
         self.load_seconds = time.perf_counter() - started
         log.info(
             "loaded %s in %.2fs (%s, %d voices)",
-            assets.model_path.name, self.load_seconds, self._session.get_providers()[0], len(self.voices),
+            assets.model_path.name,
+            self.load_seconds,
+            self._session.get_providers()[0],
+            len(self.voices),
         )
 
     @property

@@ -101,7 +101,9 @@ def _synthesize(obj: dict[str, object], catalog: Catalog) -> Synthesize:
         raise ProtocolError("empty_text", "'text' is empty", request_id)
     if len(text) > catalog.max_text_chars:
         raise ProtocolError(
-            "text_too_long", f"'text' has {len(text)} characters; the limit is {catalog.max_text_chars}", request_id
+            "text_too_long",
+            f"'text' has {len(text)} characters; the limit is {catalog.max_text_chars}",
+            request_id,
         )
     voice = _optional_str(obj, "voice", request_id) or catalog.default_voice
     if voice not in catalog.voices:
@@ -111,14 +113,20 @@ def _synthesize(obj: dict[str, object], catalog: Catalog) -> Synthesize:
     if isinstance(speed, bool) or not isinstance(speed, int | float):
         raise ProtocolError("invalid_speed", "'speed' must be a number", request_id)
     if not MIN_SPEED <= speed <= MAX_SPEED:
-        raise ProtocolError("invalid_speed", f"'speed' must be within {MIN_SPEED}-{MAX_SPEED}, got {speed}", request_id)
+        raise ProtocolError(
+            "invalid_speed", f"'speed' must be within {MIN_SPEED}-{MAX_SPEED}, got {speed}", request_id
+        )
     fmt = _optional_str(obj, "format", request_id) or "pcm"
     if fmt not in FORMATS:
-        raise ProtocolError("unknown_format", f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}", request_id)
+        raise ProtocolError(
+            "unknown_format", f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}", request_id
+        )
     lang = _optional_str(obj, "lang", request_id) or catalog.default_lang
     if lang not in catalog.languages:
         raise ProtocolError("unknown_language", f"unknown language {lang!r}", request_id)
-    return Synthesize(text=text, voice=voice, speed=float(speed), format=fmt, lang=lang, request_id=request_id)
+    return Synthesize(
+        text=text, voice=voice, speed=float(speed), format=fmt, lang=lang, request_id=request_id
+    )
 
 
 def parse_message(raw: str | bytes, catalog: Catalog) -> Message:
@@ -131,7 +139,9 @@ def parse_message(raw: str | bytes, catalog: Catalog) -> Message:
         return Cancel(_optional_str(obj, "request_id", None))
     if kind == "close":
         return Close()
-    raise ProtocolError("unknown_type", f"unknown message type {kind!r}; expected synthesize, cancel or close")
+    raise ProtocolError(
+        "unknown_type", f"unknown message type {kind!r}; expected synthesize, cancel or close"
+    )
 
 
 def parse_invocation(body: bytes, catalog: Catalog) -> tuple[Synthesize, str]:
@@ -141,6 +151,8 @@ def parse_invocation(body: bytes, catalog: Catalog) -> tuple[Synthesize, str]:
     transport = obj.get("transport", "binary")
     if transport not in TRANSPORTS:
         raise ProtocolError(
-            "invalid_transport", f"unknown transport {transport!r}; expected binary or sse", request.request_id
+            "invalid_transport",
+            f"unknown transport {transport!r}; expected binary or sse",
+            request.request_id,
         )
     return request, str(transport)

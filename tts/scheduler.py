@@ -52,7 +52,9 @@ class Scheduler:
         self._tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
-        self._tasks = [asyncio.create_task(self._work(), name=f"tts-worker-{i}") for i in range(self._workers)]
+        self._tasks = [
+            asyncio.create_task(self._work(), name=f"tts-worker-{i}") for i in range(self._workers)
+        ]
 
     async def stop(self) -> None:
         for task in self._tasks:

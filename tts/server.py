@@ -91,22 +91,36 @@ async def _sse_events(runtime: Runtime, job: Job) -> AsyncIterator[bytes]:
     request = job.request
     stats = AudioStats()
     try:
-        yield encode_event({
-            "type": "audio_stream_start", "request_id": request.request_id, "format": request.format,
-            "voice": request.voice, "sample_rate": SAMPLE_RATE, "channels": 1,
-        })
+        yield encode_event(
+            {
+                "type": "audio_stream_start",
+                "request_id": request.request_id,
+                "format": request.format,
+                "voice": request.voice,
+                "sample_rate": SAMPLE_RATE,
+                "channels": 1,
+            }
+        )
         try:
             async for frame in audio_frames(job, runtime.config.frame_bytes, stats):
-                yield encode_event({
-                    "type": "audio_chunk", "seq": stats.frames - 1, "data": base64.b64encode(frame).decode(),
-                })
+                yield encode_event(
+                    {
+                        "type": "audio_chunk",
+                        "seq": stats.frames - 1,
+                        "data": base64.b64encode(frame).decode(),
+                    }
+                )
         except SynthesisFailed as exc:
             yield encode_event(ProtocolError("synthesis_failed", str(exc), request.request_id).to_json())
             return
-        yield encode_event({
-            "type": "audio_stream_end", "request_id": request.request_id, "total_chunks": stats.frames,
-            "duration_s": stats.duration_s,
-        })
+        yield encode_event(
+            {
+                "type": "audio_stream_end",
+                "request_id": request.request_id,
+                "total_chunks": stats.frames,
+                "duration_s": stats.duration_s,
+            }
+        )
     finally:
         _cancel_unfinished(runtime, job)
 

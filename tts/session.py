@@ -23,7 +23,9 @@ log = logging.getLogger("tts.session")
 
 
 class Session:
-    def __init__(self, websocket: WebSocket, scheduler: Scheduler, catalog: Catalog, frame_bytes: int) -> None:
+    def __init__(
+        self, websocket: WebSocket, scheduler: Scheduler, catalog: Catalog, frame_bytes: int
+    ) -> None:
         self._ws = websocket
         self._scheduler = scheduler
         self._catalog = catalog
@@ -74,7 +76,9 @@ class Session:
     def _submit(self, message: Synthesize) -> None:
         if message.request_id in self._jobs:
             raise ProtocolError(
-                "duplicate_request_id", f"request {message.request_id!r} is still in progress", message.request_id
+                "duplicate_request_id",
+                f"request {message.request_id!r} is still in progress",
+                message.request_id,
             )
         job = self._scheduler.submit(self, message)
         self._jobs[message.request_id] = job
@@ -97,10 +101,16 @@ class Session:
 
     async def _send_job(self, job: Job) -> None:
         request = job.request
-        await self._ws.send_json({
-            "type": "synthesis_start", "request_id": request.request_id, "voice": request.voice,
-            "format": request.format, "sample_rate": 24000, "channels": 1,
-        })
+        await self._ws.send_json(
+            {
+                "type": "synthesis_start",
+                "request_id": request.request_id,
+                "voice": request.voice,
+                "format": request.format,
+                "sample_rate": 24000,
+                "channels": 1,
+            }
+        )
         stats = AudioStats()
         try:
             async for frame in audio_frames(job, self._frame_bytes, stats):
@@ -115,7 +125,13 @@ class Session:
         if job.cancelled:
             return
         elapsed = time.perf_counter() - self._submitted.get(request.request_id, time.perf_counter())
-        await self._ws.send_json({
-            "type": "synthesis_complete", "request_id": request.request_id, "duration_s": stats.duration_s,
-            "audio_bytes": stats.audio_bytes, "segments": stats.segments, "elapsed_s": round(elapsed, 3),
-        })
+        await self._ws.send_json(
+            {
+                "type": "synthesis_complete",
+                "request_id": request.request_id,
+                "duration_s": stats.duration_s,
+                "audio_bytes": stats.audio_bytes,
+                "segments": stats.segments,
+                "elapsed_s": round(elapsed, 3),
+            }
+        )

@@ -40,7 +40,9 @@ def agent_image(scope: Construct, config: DeployConfig) -> tuple[agentcore.Agent
         exclude=list(ASSET_EXCLUDES),
         display_name="voice agent image (ARM64)",
     )
-    return agentcore.AgentRuntimeArtifact.from_ecr_repository(asset.repository, asset.image_tag), asset.image_uri
+    return agentcore.AgentRuntimeArtifact.from_ecr_repository(
+        asset.repository, asset.image_tag
+    ), asset.image_uri
 
 
 class AgentRuntimeStack(Stack):

@@ -73,7 +73,9 @@ class SpeechBaseStack(Stack):
                     conditions={"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}},
                 ),
                 iam.PolicyStatement(
-                    sid="ReadModel", actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}*")]
+                    sid="ReadModel",
+                    actions=["s3:GetObject"],
+                    resources=[bucket.arn_for_objects(f"{prefix}*")],
                 ),
                 iam.PolicyStatement(
                     sid="EndpointLogs",
@@ -124,7 +126,9 @@ class AgentBaseStack(Stack):
                 iam.PolicyStatement(
                     sid="InvokeSpeechEndpoint", actions=ENDPOINT_INVOKE_ACTIONS, resources=[endpoint_arn]
                 ),
-                iam.PolicyStatement(sid="InvokeBedrockModel", actions=BEDROCK_INVOKE_ACTIONS, resources=model_arns),
+                iam.PolicyStatement(
+                    sid="InvokeBedrockModel", actions=BEDROCK_INVOKE_ACTIONS, resources=model_arns
+                ),
                 iam.PolicyStatement(
                     sid="RuntimeLogGroups",
                     actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
@@ -169,7 +173,9 @@ class AgentBaseStack(Stack):
                     "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
                     "ArnLike": {
                         "aws:SourceArn": self.format_arn(
-                            service="bedrock-agentcore", resource="runtime", resource_name=f"{config.runtime_name}*"
+                            service="bedrock-agentcore",
+                            resource="runtime",
+                            resource_name=f"{config.runtime_name}*",
                         )
                     },
                 },

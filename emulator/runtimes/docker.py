@@ -16,7 +16,7 @@ from emulator.runtimes import BIDI_LABEL, ReplicaHandle, RuntimeUnavailable, Sta
 from emulator.runtimes.process import free_port
 
 
-async def _docker(*args: str, timeout: float | None = 120) -> tuple[int, str, str]:
+async def _docker(*args: str, limit_s: float | None = 120) -> tuple[int, str, str]:
     if shutil.which("docker") is None:
         raise RuntimeUnavailable("no Docker engine: the docker CLI is not installed")
     process = await asyncio.create_subprocess_exec(
@@ -27,19 +27,19 @@ async def _docker(*args: str, timeout: float | None = 120) -> tuple[int, str, st
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(limit_s):
             out, err = await process.communicate()
     except TimeoutError:
         process.kill()
         await process.wait()
-        raise RuntimeUnavailable(f"docker {args[0]} did not answer within {timeout} s") from None
+        raise RuntimeUnavailable(f"docker {args[0]} did not answer within {limit_s} s") from None
     return process.returncode or 0, out.decode(errors="replace").strip(), err.decode(errors="replace").strip()
 
 
 async def docker_available() -> str | None:
     """None when a Docker engine answers, else the reason it does not."""
     try:
-        code, _, err = await _docker("info", "--format", "{{.ServerVersion}}", timeout=20)
+        code, _, err = await _docker("info", "--format", "{{.ServerVersion}}", limit_s=20)
     except RuntimeUnavailable as exc:
         return str(exc)
     if code != 0:
@@ -56,12 +56,12 @@ class DockerReplica:
         self._logs = logs
 
     async def wait(self) -> int:
-        code, out, _ = await _docker("wait", self.container_id, timeout=None)
+        code, out, _ = await _docker("wait", self.container_id, limit_s=None)
         await self._cleanup()
         return int(out) if code == 0 and out.isdigit() else 255
 
     async def stop(self, grace_s: float) -> None:
-        await _docker("stop", "-t", str(max(0, round(grace_s))), self.container_id, timeout=grace_s + 60)
+        await _docker("stop", "-t", str(max(0, round(grace_s))), self.container_id, limit_s=grace_s + 60)
         await self._cleanup()
 
     async def _cleanup(self) -> None:
@@ -77,6 +77,7 @@ class DockerRuntime:
 
     def __init__(self, host: str = "127.0.0.1") -> None:
         self.host = host
+        self._labels: dict[str, bool] = {}
 
     async def check(self) -> None:
         reason = await docker_available()
@@ -87,11 +88,14 @@ class DockerRuntime:
         return None
 
     async def is_bidirectional(self, image: str) -> bool:
-        code, out, err = await _docker("image", "inspect", "-f", "{{json .Config.Labels}}", image)
-        if code != 0:
-            raise RuntimeUnavailable(f"image {image} is not available locally: {err}")
-        labels = json.loads(out or "null") or {}
-        return str(labels.get(BIDI_LABEL, "")).lower() == "true"
+        """Read once per image (every bidirectional session asks)."""
+        if image not in self._labels:
+            code, out, err = await _docker("image", "inspect", "-f", "{{json .Config.Labels}}", image)
+            if code != 0:
+                raise RuntimeUnavailable(f"image {image} is not available locally: {err}")
+            labels = json.loads(out or "null") or {}
+            self._labels[image] = str(labels.get(BIDI_LABEL, "")).lower() == "true"
+        return self._labels[image]
 
     async def start(self, request: StartRequest) -> ReplicaHandle:
         await self.check()

@@ -105,7 +105,8 @@ class ProcessRuntime:
         if spec is None:
             known = ", ".join(sorted(self.images)) or "none"
             raise RuntimeUnavailable(
-                f"no local command for image {image!r} (known: {known}); map it under `images:` in the manifest"
+                f"no local command for image {image!r} (known: {known}); "
+                "map it under `images:` in the manifest"
             )
         return spec
 

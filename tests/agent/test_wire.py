@@ -24,7 +24,9 @@ def test_pcm_that_starts_with_an_open_brace_is_still_audio():
     assert classify(chunk) == Audio(chunk)
 
 
-@pytest.mark.parametrize("chunk", [b"{", b'{"type": "x"', b"{\xff\xfe}", b"[1, 2]", b'"text"', b"", b"\x00\x01"])
+@pytest.mark.parametrize(
+    "chunk", [b"{", b'{"type": "x"', b"{\xff\xfe}", b"[1, 2]", b'"text"', b"", b"\x00\x01"]
+)
 def test_anything_that_is_not_a_whole_json_object_is_audio(chunk):
     assert isinstance(classify(chunk), Audio)
 
@@ -36,12 +38,20 @@ def test_a_valid_payload_becomes_a_turn_with_defaults():
     assert (turn.mode, turn.voice, turn.audio_format) == ("batch", "jf_nezumi", "mp3")
 
 
-@pytest.mark.parametrize(("payload", "code"), [
-    ([], "invalid_payload"), ("hi", "invalid_payload"), ({}, "missing_prompt"), ({"prompt": "  "}, "missing_prompt"),
-    ({"prompt": 3}, "missing_prompt"), ({"prompt": "x" * 4001}, "prompt_too_long"),
-    ({"prompt": "Hi", "mode": "stream"}, "invalid_mode"), ({"prompt": "Hi", "voice": ""}, "invalid_voice"),
-    ({"prompt": "Hi", "format": "flac"}, "invalid_format"),
-])
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        ([], "invalid_payload"),
+        ("hi", "invalid_payload"),
+        ({}, "missing_prompt"),
+        ({"prompt": "  "}, "missing_prompt"),
+        ({"prompt": 3}, "missing_prompt"),
+        ({"prompt": "x" * 4001}, "prompt_too_long"),
+        ({"prompt": "Hi", "mode": "stream"}, "invalid_mode"),
+        ({"prompt": "Hi", "voice": ""}, "invalid_voice"),
+        ({"prompt": "Hi", "format": "flac"}, "invalid_format"),
+    ],
+)
 def test_bad_payloads_are_typed_errors(payload, code):
     with pytest.raises(PayloadError) as caught:
         parse_turn(payload, CONFIG)
@@ -56,4 +66,7 @@ def test_config_reads_the_emulator_variables(monkeypatch):
     assert config.sagemaker_endpoint_uri == "https://localhost:8443"
     assert (config.region, config.ca_bundle) == ("eu-west-1", "/tmp/ca.pem")
     monkeypatch.delenv("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2")
-    assert AgentConfig.from_env().sagemaker_endpoint_uri == "https://runtime.sagemaker.eu-west-1.amazonaws.com:8443"
+    assert (
+        AgentConfig.from_env().sagemaker_endpoint_uri
+        == "https://runtime.sagemaker.eu-west-1.amazonaws.com:8443"
+    )

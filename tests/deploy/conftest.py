@@ -4,10 +4,11 @@ environment stripped of every AWS setting of the machine (no profile, no instanc
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-import boto3
 import httpx
 import pytest
 from moto.server import ThreadedMotoServer
@@ -56,11 +57,23 @@ def bootstrapped(aws: Aws) -> Aws:
     return aws
 
 
-def set_transition(moto_url: str, model_name: str, **transition: object) -> None:
-    """moto's state manager: e.g. keep an AgentCore runtime CREATING for the first N reads."""
+RUNTIME_MODEL = "bedrock-agentcore-control::agent_runtime"
+
+
+@pytest.fixture
+def runtime_reads_until_ready(moto_url: str) -> Iterator[Callable[[int], None]]:
+    """moto's state manager: an AgentCore runtime stays CREATING for its first N reads (reset afterwards)."""
+
+    def set_reads(reads: int) -> None:
+        transition = {"progression": "manual", "times": reads}
+        httpx.post(
+            f"{moto_url}/moto-api/state-manager/set-transition",
+            json={"model_name": RUNTIME_MODEL, "transition": transition},
+        ).raise_for_status()
+
+    yield set_reads
     httpx.post(
-        f"{moto_url}/moto-api/state-manager/set-transition",
-        json={"model_name": model_name, "transition": transition},
+        f"{moto_url}/moto-api/state-manager/unset-transition", json={"model_name": RUNTIME_MODEL}
     ).raise_for_status()
 
 
@@ -90,33 +103,40 @@ def create_runtime(aws: Aws, name: str, env: dict[str, str] | None = None) -> st
     """What CloudFormation does for the Runtime stack; returns the runtime id."""
     return aws.client("bedrock-agentcore-control").create_agent_runtime(
         agentRuntimeName=name,
-        agentRuntimeArtifact={"containerConfiguration": {"containerUri": f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/a:1"}},
+        agentRuntimeArtifact={
+            "containerConfiguration": {"containerUri": f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/a:1"}
+        },
         roleArn=f"arn:aws:iam::{ACCOUNT}:role/runtime",
         networkConfiguration={"networkMode": "PUBLIC"},
         environmentVariables=env or {},
     )["agentRuntimeId"]
 
 
-def moto_endpoint(name: str):
+def moto_endpoint(name: str) -> Any:
     """moto's in-process record of an endpoint, to put it in states moto never reaches by itself."""
     from moto.sagemaker.models import sagemaker_backends
 
     return sagemaker_backends[ACCOUNT][REGION].endpoints[name]
 
 
+def moto_runtime(runtime_id: str) -> Any:
+    """moto's in-process record of an AgentCore runtime (moto never fails one by itself)."""
+    from moto.bedrockagentcorecontrol.models import bedrockagentcorecontrol_backends
+
+    return bedrockagentcorecontrol_backends[ACCOUNT][REGION].agent_runtimes[runtime_id]
+
+
 def image_uris_config(tmp_path: Path, **overrides: object) -> DeployConfig:
-    """A config that needs no Docker (images given as ECR URIs) and whose cdk CLI resolves on PATH."""
+    """A config that needs no Docker (images given as ECR URIs). The prerequisite check only looks the
+    cdk CLI up, and these tests never run it (a recorder takes its place), so Python stands in for it."""
     values: dict[str, object] = {
         "region": REGION,
         "tts_image_uri": f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/kokoro-tts:gpu",
         "agent_image_uri": f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/voice-agent:arm64",
-        "cdk_command": ("python3",),
+        "cdk_command": (sys.executable,),
         "outdir": tmp_path / "cdk.out",
         "wait_delay_s": 0.05,
         "wait_timeout_s": 5.0,
     }
     values.update(overrides)
     return DeployConfig(**values)  # type: ignore[arg-type]
-
-
-__all__ = ["boto3"]

@@ -9,8 +9,10 @@ from tts.engine import KokoroEngine
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif("CUDAExecutionProvider" not in ort.get_available_providers(),
-                       reason="no CUDAExecutionProvider: onnxruntime-gpu and an NVIDIA GPU are needed"),
+    pytest.mark.skipif(
+        "CUDAExecutionProvider" not in ort.get_available_providers(),
+        reason="no CUDAExecutionProvider: onnxruntime-gpu and an NVIDIA GPU are needed",
+    ),
 ]
 
 TEXT = "It shipped yesterday from our Denver warehouse and should arrive on Thursday."

@@ -46,8 +46,12 @@ async def test_two_sentences_on_one_session(tts_server, binary):
             await ws.send(payload.encode() if binary else payload)
         controls, audio = await collect(ws, until=2)
         types = [(c["type"], c["request_id"]) for c in controls]
-        assert types == [("synthesis_start", "s0"), ("synthesis_complete", "s0"),
-                         ("synthesis_start", "s1"), ("synthesis_complete", "s1")]
+        assert types == [
+            ("synthesis_start", "s0"),
+            ("synthesis_complete", "s0"),
+            ("synthesis_start", "s1"),
+            ("synthesis_complete", "s1"),
+        ]
         for n in range(2):
             complete = controls[2 * n + 1]
             assert len(audio[f"s{n}"]) == complete["audio_bytes"] == int(complete["duration_s"] * 48000)
@@ -73,11 +77,30 @@ async def test_frames_are_between_20_and_100_ms(tts_server):
 
 
 async def test_every_bad_input_is_answered_and_the_session_survives(tts_server):
-    bad = [b"\xc3\x28 not utf-8", "{oops", "[1, 2, 3]", '{"voice": "jm_kumo"}', '{"text": ""}',
-           json.dumps({"text": "x" * 5000}), '{"text": "Hi.", "voice": "af_nobody"}',
-           '{"text": "Hi.", "speed": 7}', '{"text": "Hi.", "format": "flac"}', '{"type": "teleport"}']
-    expected = ["invalid_utf8", "invalid_json", "not_an_object", "missing_text", "empty_text", "text_too_long",
-                "unknown_voice", "invalid_speed", "unknown_format", "unknown_type"]
+    bad = [
+        b"\xc3\x28 not utf-8",
+        "{oops",
+        "[1, 2, 3]",
+        '{"voice": "jm_kumo"}',
+        '{"text": ""}',
+        json.dumps({"text": "x" * 5000}),
+        '{"text": "Hi.", "voice": "af_nobody"}',
+        '{"text": "Hi.", "speed": 7}',
+        '{"text": "Hi.", "format": "flac"}',
+        '{"type": "teleport"}',
+    ]
+    expected = [
+        "invalid_utf8",
+        "invalid_json",
+        "not_an_object",
+        "missing_text",
+        "empty_text",
+        "text_too_long",
+        "unknown_voice",
+        "invalid_speed",
+        "unknown_format",
+        "unknown_type",
+    ]
     async with connect(tts_server) as ws:
         for frame in bad:
             await ws.send(frame)
@@ -95,8 +118,11 @@ async def test_every_bad_input_is_answered_and_the_session_survives(tts_server):
 
 async def test_cancel_drops_queued_and_in_flight_audio(tts_server):
     async with connect(tts_server) as ws:
-        await ws.send(json.dumps({"text": " ".join(["A long sentence that takes a while to speak."] * 3),
-                                  "request_id": "long"}))
+        await ws.send(
+            json.dumps(
+                {"text": " ".join(["A long sentence that takes a while to speak."] * 3), "request_id": "long"}
+            )
+        )
         await ws.send(json.dumps({"text": "Queued behind it.", "request_id": "queued"}))
         await ws.send(json.dumps({"type": "cancel"}))
         controls, audio = await collect(ws)
@@ -122,28 +148,40 @@ async def test_sessions_progress_concurrently(tts_server):
     """A second session is not starved by a first session's queue."""
     async with connect(tts_server) as busy, connect(tts_server) as other:
         for n in range(4):
-            await busy.send(json.dumps({"text": f"Busy sentence number {n} goes here.", "request_id": f"b{n}"}))
+            await busy.send(
+                json.dumps({"text": f"Busy sentence number {n} goes here.", "request_id": f"b{n}"})
+            )
         await other.send(json.dumps({"text": "Other session.", "request_id": "o"}))
         order = []
 
         async def watch(ws, name, count):
             controls, _ = await collect(ws, until=count)
-            order.extend((name, c["request_id"], asyncio.get_running_loop().time())
-                         for c in controls if c["type"] == "synthesis_complete")
+            order.extend(
+                (name, c["request_id"], asyncio.get_running_loop().time())
+                for c in controls
+                if c["type"] == "synthesis_complete"
+            )
 
         await asyncio.gather(watch(busy, "busy", 4), watch(other, "other", 1))
         finished = {rid: t for _, rid, t in order}
         assert finished["o"] < finished["b3"]
 
 
-@pytest.mark.parametrize(("fmt", "content_type"), [
-    ("pcm", "audio/pcm;rate=24000;channels=1"), ("wav", "audio/wav"), ("mp3", "audio/mpeg"),
-    ("aac", "audio/aac"), ("opus", "audio/ogg;codecs=opus"),
-])
+@pytest.mark.parametrize(
+    ("fmt", "content_type"),
+    [
+        ("pcm", "audio/pcm;rate=24000;channels=1"),
+        ("wav", "audio/wav"),
+        ("mp3", "audio/mpeg"),
+        ("aac", "audio/aac"),
+        ("opus", "audio/ogg;codecs=opus"),
+    ],
+)
 async def test_invocations_binary_in_every_format(tts_server, fmt, content_type):
     async with httpx.AsyncClient(timeout=60) as client:
-        response = await client.post(f"{tts_server.http}/invocations",
-                                     json={"text": "The package arrives on Thursday.", "format": fmt})
+        response = await client.post(
+            f"{tts_server.http}/invocations", json={"text": "The package arrives on Thursday.", "format": fmt}
+        )
     assert response.status_code == 200
     assert response.headers["content-type"] == content_type
     assert response.headers.get("transfer-encoding") == "chunked"
@@ -162,8 +200,10 @@ async def test_invocations_binary_in_every_format(tts_server, fmt, content_type)
 
 async def test_invocations_sse(tts_server):
     async with httpx.AsyncClient(timeout=60) as client:
-        response = await client.post(f"{tts_server.http}/invocations",
-                                     json={"text": "Streaming events.", "transport": "sse", "format": "mp3"})
+        response = await client.post(
+            f"{tts_server.http}/invocations",
+            json={"text": "Streaming events.", "transport": "sse", "format": "mp3"},
+        )
     assert response.headers["content-type"].startswith("text/event-stream")
     events = SSEParser().feed(response.content)
     assert events[0]["type"] == "audio_stream_start" and events[-1]["type"] == "audio_stream_end"
@@ -176,10 +216,17 @@ async def test_invocations_sse(tts_server):
     assert seconds == pytest.approx(events[-1]["duration_s"], abs=0.1)
 
 
-@pytest.mark.parametrize(("body", "code"), [
-    (b"\xff", "invalid_utf8"), (b"{", "invalid_json"), (b"[]", "not_an_object"), (b"{}", "missing_text"),
-    (b'{"text": "hi", "format": "flac"}', "unknown_format"), (b'{"text": "hi", "transport": "x"}', "invalid_transport"),
-])
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"\xff", "invalid_utf8"),
+        (b"{", "invalid_json"),
+        (b"[]", "not_an_object"),
+        (b"{}", "missing_text"),
+        (b'{"text": "hi", "format": "flac"}', "unknown_format"),
+        (b'{"text": "hi", "transport": "x"}', "invalid_transport"),
+    ],
+)
 async def test_invocations_bad_input_is_http_400_json(tts_server, body, code):
     async with httpx.AsyncClient(timeout=10) as client:
         response = await client.post(f"{tts_server.http}/invocations", content=body)

@@ -13,10 +13,12 @@ def docker_unavailable() -> str | None:
     if shutil.which("docker") is None:
         return "no docker CLI on PATH"
     try:
-        result = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"],
-                                capture_output=True, text=True, timeout=10)
+        result = subprocess.run(
+            ["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=10
+        )
     except subprocess.TimeoutExpired:
         return "docker info timed out: no Docker engine reachable"
     if result.returncode != 0:
-        return f"no Docker engine: {result.stderr.strip().splitlines()[-1] if result.stderr.strip() else 'docker info failed'}"
+        detail = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "docker info failed"
+        return f"no Docker engine: {detail}"
     return None

@@ -38,11 +38,15 @@ def wait_http_ok(url: str, timeout: float, process: subprocess.Popen | None = No
 
 
 @contextmanager
-def running(args: list[str], ready_url: str, env: dict[str, str] | None = None,
-            timeout: float = 60.0) -> Iterator[subprocess.Popen]:
+def running(
+    args: list[str], ready_url: str, env: dict[str, str] | None = None, timeout: float = 60.0
+) -> Iterator[subprocess.Popen]:
     """Run `args` (a Python module command line) until the block ends; its whole process group is killed."""
     process = subprocess.Popen(
-        [sys.executable, *args], cwd=REPO, env={**os.environ, **(env or {})}, start_new_session=True,
+        [sys.executable, *args],
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
     )
     try:
         wait_http_ok(ready_url, timeout, process)

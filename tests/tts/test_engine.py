@@ -10,7 +10,8 @@ from tts.config import MAX_PHONEME_TOKENS, SAMPLE_RATE
 from tts.engine import SynthesisCancelled
 
 LONG_TEXT = " ".join(
-    f"Sentence number {n} talks about the weather, the trains and the price of coffee in the city." for n in range(9)
+    f"Sentence number {n} talks about the weather, the trains and the price of coffee in the city."
+    for n in range(9)
 )
 
 
@@ -31,7 +32,9 @@ def test_model_directory_overrides_and_adds_voices(tmp_path):
     assert assets.model_path == directory / PYPI_MODEL_NAME
     assert {"af_custom", "jm_kumo", "jf_nezumi"} <= set(assets.voices)
     assert assets.voices["af_custom"].shape == (510, 256)
-    assert not (tmp_path / "unused-cache").exists(), "the PyPI model must not be assembled when a model is given"
+    assert not (tmp_path / "unused-cache").exists(), (
+        "the PyPI model must not be assembled when a model is given"
+    )
 
 
 def test_speech_is_plausible_and_speed_changes_duration(engine):
@@ -42,7 +45,8 @@ def test_speech_is_plausible_and_speed_changes_duration(engine):
     assert len(fast) < 0.7 * len(normal)
     assert np.abs(normal).max() > 0.05, "audio must not be silence"
     assert engine.synthesize(tokens, "jf_nezumi", 1.0).shape != normal.shape or not np.allclose(
-        engine.synthesize(tokens, "jf_nezumi", 1.0), normal)
+        engine.synthesize(tokens, "jf_nezumi", 1.0), normal
+    )
 
 
 def test_long_text_is_split_at_clause_boundaries_within_the_token_limit(engine):

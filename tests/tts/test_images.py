@@ -42,12 +42,20 @@ def test_cpu_image_builds_and_serves():
         pytest.skip(reason)
     tag = "voice-agent-aws/kokoro-tts:test"
     subprocess.run(["docker", "build", "-f", "tts/Dockerfile", "-t", tag, "."], cwd=REPO, check=True)
-    labels = subprocess.run(["docker", "image", "inspect", "-f", "{{json .Config.Labels}}", tag],
-                            capture_output=True, text=True, check=True).stdout
+    labels = subprocess.run(
+        ["docker", "image", "inspect", "-f", "{{json .Config.Labels}}", tag],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert json.loads(labels)["com.amazonaws.sagemaker.capabilities.bidirectional-streaming"] == "true"
     port = free_port()
-    container = subprocess.run(["docker", "run", "-d", "-p", f"127.0.0.1:{port}:8080", tag, "serve"],
-                               capture_output=True, text=True, check=True).stdout.strip()
+    container = subprocess.run(
+        ["docker", "run", "-d", "-p", f"127.0.0.1:{port}:8080", tag, "serve"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:

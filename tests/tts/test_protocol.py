@@ -5,8 +5,11 @@ import pytest
 from tts.protocol import Cancel, Catalog, Close, ProtocolError, Synthesize, parse_invocation, parse_message
 
 CATALOG = Catalog(
-    voices=frozenset({"jm_kumo", "jf_nezumi"}), languages=frozenset({"en-us", "fr-fr"}),
-    default_voice="jm_kumo", default_lang="en-us", max_text_chars=50,
+    voices=frozenset({"jm_kumo", "jf_nezumi"}),
+    languages=frozenset({"en-us", "fr-fr"}),
+    default_voice="jm_kumo",
+    default_lang="en-us",
+    max_text_chars=50,
 )
 
 
@@ -14,12 +17,24 @@ def test_minimal_message_gets_defaults_and_a_request_id():
     message = parse_message('{"text": "Hello."}', CATALOG)
     assert isinstance(message, Synthesize)
     assert (message.text, message.voice, message.speed, message.format, message.lang) == (
-        "Hello.", "jm_kumo", 1.0, "pcm", "en-us")
+        "Hello.",
+        "jm_kumo",
+        1.0,
+        "pcm",
+        "en-us",
+    )
     assert message.request_id
 
 
 def test_text_and_binary_frames_parse_the_same():
-    body = {"text": "Hi.", "voice": "jf_nezumi", "speed": 1.25, "format": "mp3", "lang": "fr-fr", "request_id": "r1"}
+    body = {
+        "text": "Hi.",
+        "voice": "jf_nezumi",
+        "speed": 1.25,
+        "format": "mp3",
+        "lang": "fr-fr",
+        "request_id": "r1",
+    }
     as_text = parse_message(json.dumps(body), CATALOG)
     as_bytes = parse_message(json.dumps(body).encode(), CATALOG)
     assert as_text == as_bytes == Synthesize("Hi.", "jf_nezumi", 1.25, "mp3", "fr-fr", "r1")
@@ -66,8 +81,12 @@ def test_bad_input_is_a_typed_error(raw, code):
 def test_errors_carry_the_request_id_when_one_was_given():
     with pytest.raises(ProtocolError) as caught:
         parse_message('{"text": "", "request_id": "r9"}', CATALOG)
-    assert caught.value.to_json() == {"type": "error", "code": "empty_text", "message": "'text' is empty",
-                                      "request_id": "r9"}
+    assert caught.value.to_json() == {
+        "type": "error",
+        "code": "empty_text",
+        "message": "'text' is empty",
+        "request_id": "r9",
+    }
 
 
 def test_invocation_transport():

@@ -28,7 +28,9 @@ async def scheduler(engine):
 
 
 async def test_sessions_take_turns_instead_of_waiting_for_each_other(scheduler):
-    a_jobs = [scheduler.submit("a", request(f"Sentence {n} of the first session.", f"a{n}")) for n in range(3)]
+    a_jobs = [
+        scheduler.submit("a", request(f"Sentence {n} of the first session.", f"a{n}")) for n in range(3)
+    ]
     b_job = scheduler.submit("b", request("The second session speaks too.", "b0"))
     results = await asyncio.gather(*(drain(j) for j in [*a_jobs, b_job]))
     ends = {job.request.request_id: end for job, (_, end) in zip([*a_jobs, b_job], results, strict=True)}

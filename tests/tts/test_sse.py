@@ -1,9 +1,13 @@
+import itertools
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tts.sse import SSEError, SSEParser, encode_event
 
-EVENTS = [{"type": "audio_chunk", "seq": i, "data": "QUJD" * i} for i in range(5)] + [{"type": "end", "ü": "ß"}]
+EVENTS = [{"type": "audio_chunk", "seq": i, "data": "QUJD" * i} for i in range(5)] + [
+    {"type": "end", "ü": "ß"}
+]
 STREAM = b"".join(encode_event(e) for e in EVENTS)
 
 
@@ -16,7 +20,7 @@ def test_any_chunking_yields_the_same_events(cuts):
     parser = SSEParser()
     bounds = [0, *sorted(cuts), len(STREAM)]
     events = []
-    for start, end in zip(bounds, bounds[1:], strict=False):
+    for start, end in itertools.pairwise(bounds):
         events += parser.feed(STREAM[start:end])
     assert events == EVENTS
     assert parser.pending == b""
@@ -31,8 +35,8 @@ def test_a_frame_split_mid_way_is_held_until_complete():
 
 def test_crlf_comments_and_multiline_data():
     parser = SSEParser()
-    assert parser.feed(b": keep-alive\r\n\r\ndata: {\"type\":\r") == []
-    assert parser.feed(b"\ndata: \"y\"}\r\n\r\n") == [{"type": "y"}]
+    assert parser.feed(b': keep-alive\r\n\r\ndata: {"type":\r') == []
+    assert parser.feed(b'\ndata: "y"}\r\n\r\n') == [{"type": "y"}]
 
 
 def test_non_json_data_is_a_typed_error():

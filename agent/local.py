@@ -1,0 +1,129 @@
+"""The whole stack on this machine: the emulator (SageMaker with the real Kokoro container, and Bedrock)
+plus the agent, started together and stopped together.
+
+`python -m agent.local` asks one question, saves the spoken answer to `out/answer.wav` and prints the
+time to first audio of both modes; `--serve` keeps the stack up for the web page until Ctrl-C.
+The bench and the integration tests use `local_stack()` the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import dataclasses
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import wave
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from agent.demo import DEFAULT_PROMPT, compare, report
+from emulator.config import EmulatorConfig
+from emulator.manifest import load_manifest
+from emulator.server import emulator_in_thread
+from tts.sse import SSEParser
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_MANIFEST = REPO / "compose" / "emulator.yaml"
+
+
+@dataclass(frozen=True)
+class LocalStack:
+    agent_url: str
+    env: dict[str, str]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the agent exited with {process.returncode} before answering {url}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"the agent did not answer {url} within {timeout} s")
+
+
+@contextlib.contextmanager
+def local_stack(
+    emulator: EmulatorConfig | None = None, agent_port: int | None = None, manifest: Path = DEFAULT_MANIFEST,
+    agent_env: dict[str, str] | None = None,
+) -> Iterator[LocalStack]:
+    """Emulator in a thread of this process, the agent as a child process pointed at it by the
+    variables `python -m emulator env` prints, and nothing else."""
+    config = emulator or dataclasses.replace(EmulatorConfig.from_env(), http_port=0, h2_port=0)
+    port = agent_port or _free_port()
+    with emulator_in_thread(config, load_manifest(manifest)) as emu:
+        env = {**os.environ, **emu.env, **(agent_env or {}), "AGENT_PORT": str(port)}
+        agent = subprocess.Popen([sys.executable, "-m", "agent", "serve"], env=env, start_new_session=True)
+        try:
+            _wait_ready(f"http://127.0.0.1:{port}/ping", agent, timeout=60)
+            yield LocalStack(agent_url=f"http://127.0.0.1:{port}", env=emu.env)
+        finally:
+            os.killpg(agent.pid, signal.SIGTERM)
+            try:
+                agent.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(agent.pid, signal.SIGKILL)
+                agent.wait()
+
+
+def speak_to_wav(agent_url: str, prompt: str, out: Path, mode: str = "bidi") -> tuple[str, float]:
+    """One turn; the PCM audio is written to `out` as WAV. Returns the answer and its audio seconds."""
+    parser, text, pcm = SSEParser(), "", bytearray()
+    with httpx.stream("POST", f"{agent_url}/invocations", json={"prompt": prompt, "mode": mode, "format": "pcm"},
+                      timeout=120) as response:
+        for raw in response.iter_raw():
+            for event in parser.feed(raw):
+                if event["type"] == "text_delta":
+                    text += event["text"]
+                elif event["type"] == "audio_chunk":
+                    pcm += base64.b64decode(event["data"])
+                elif event["type"] == "error":
+                    raise RuntimeError(f"{event['code']}: {event['message']}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with wave.open(str(out), "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(24_000)
+        wav.writeframes(bytes(pcm))
+    return text, len(pcm) / 48_000
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m agent.local", description=__doc__)
+    parser.add_argument("--prompt", default=DEFAULT_PROMPT)
+    parser.add_argument("--out", type=Path, default=Path("out/answer.wav"))
+    parser.add_argument("--port", type=int, default=8080, help="the agent's port (the web page is at /)")
+    parser.add_argument("--serve", action="store_true", help="keep the stack running until Ctrl-C")
+    args = parser.parse_args(argv)
+    print("starting the emulator (SageMaker endpoint kokoro-82m with the real Kokoro model, Bedrock) "
+          "and the agent ...", flush=True)
+    with local_stack(agent_port=args.port) as stack:
+        text, seconds = speak_to_wav(stack.agent_url, args.prompt, args.out)
+        print(f"\nQ: {args.prompt}\nA: {text}\nwrote {args.out} ({seconds:.1f} s of speech)\n")
+        print(report(compare(stack.agent_url, args.prompt, runs=1)))
+        if args.serve:
+            print(f"\nweb page: {stack.agent_url}/   (Ctrl-C stops everything)", flush=True)
+            with contextlib.suppress(KeyboardInterrupt):
+                signal.pause()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""`GET /_emulator/status`: endpoints, replicas, health and recent events as JSON.
+
+Not an AWS API: it is what `python -m emulator status` prints and what tests inspect (for example,
+the pid of a replica to kill).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from quart import Blueprint
+
+from emulator.state import Deployment, Endpoint, Replica, Store
+
+
+def _replica(replica: Replica, role: str) -> dict[str, Any]:
+    handle = replica.handle
+    return {
+        "id": replica.id,
+        "variant": replica.variant,
+        "deployment": role,
+        "phase": replica.phase,
+        "ready": replica.ready,
+        "restarts": replica.restarts,
+        "sessions": replica.sessions,
+        "ident": handle.ident if handle is not None else None,
+        "pid": getattr(getattr(handle, "process", None), "pid", None),
+        "port": handle.port if handle is not None else None,
+        "started": replica.started_at or None,
+        "exit_code": replica.exit_code,
+        "log": str(replica.log_path),
+    }
+
+
+def _variants(deployment: Deployment) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "instance_type": deployed.variant.instance_type,
+            "desired": deployed.variant.instance_count,
+            "ready": sum(1 for r in deployed.replicas if r.ready),
+            "image": deployed.model.image,
+        }
+        for name, deployed in deployment.variants.items()
+    ]
+
+
+def endpoint_status(ep: Endpoint) -> dict[str, Any]:
+    replicas = []
+    for role, deployment in (("current", ep.current), ("pending", ep.pending)):
+        if deployment is not None:
+            replicas += [_replica(r, role) for r in deployment.replicas()]
+    shown = ep.current or ep.pending
+    return {
+        "name": ep.name,
+        "status": ep.status,
+        "config": ep.config_name,
+        "failure_reason": ep.failure_reason,
+        "created": ep.created,
+        "variants": _variants(shown) if shown is not None else [],
+        "replicas": replicas,
+    }
+
+
+def status(store: Store, info: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "emulator": {**info, "now": time.time()},
+        "endpoints": [endpoint_status(ep) for ep in store.endpoints.values()],
+        "events": [asdict(e) for e in store.events.recent(50)],
+    }
+
+
+def admin_blueprint(store: Store, info: Callable[[], dict[str, Any]]) -> Blueprint:
+    bp = Blueprint("emulator_admin", __name__)
+
+    @bp.get("/_emulator/status")
+    async def get_status() -> dict[str, Any]:
+        return status(store, info())
+
+    return bp

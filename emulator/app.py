@@ -1,0 +1,48 @@
+"""The Quart app: every face of the emulator on one ASGI app.
+
+The same app serves both listeners (plain HTTP/1.1 and TLS h2); clients pick the face by URL:
+`POST /` + `X-Amz-Target` is the SageMaker control plane, `/endpoints/<name>/invocations*` the
+runtimes, `/model/<id>/converse*` Bedrock Runtime, `/_emulator/status` the operator view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from quart import Quart
+
+from emulator.admin import admin_blueprint
+from emulator.bedrock import bedrock_blueprint
+from emulator.bidi import bidi_blueprint
+from emulator.classic import classic_blueprint
+from emulator.config import EmulatorConfig
+from emulator.control_plane import ControlPlane, control_plane_blueprint
+from emulator.routing import Router
+from emulator.runtimes import Runtime
+from emulator.state import Store
+
+
+@dataclass(frozen=True)
+class Services:
+    config: EmulatorConfig
+    store: Store
+    runtime: Runtime
+    control_plane: ControlPlane
+    router: Router
+    http: httpx.AsyncClient
+    info: Callable[[], dict[str, Any]]
+
+
+def create_app(services: Services) -> Quart:
+    app = Quart("emulator")
+    # Streams live as long as the client keeps them open; bodies are bounded per face.
+    app.config.update(BODY_TIMEOUT=None, RESPONSE_TIMEOUT=None, MAX_CONTENT_LENGTH=None)
+    app.register_blueprint(control_plane_blueprint(services.control_plane))
+    app.register_blueprint(classic_blueprint(services.config, services.router, services.http))
+    app.register_blueprint(bidi_blueprint(services.config, services.router, services.runtime))
+    app.register_blueprint(bedrock_blueprint(services.config))
+    app.register_blueprint(admin_blueprint(services.store, services.info))
+    return app

@@ -1,0 +1,351 @@
+"""`python -m emulator up|down|status|env`.
+
+`up` runs the emulator in the foreground until Ctrl-C (or SIGTERM), printing the `export` lines once
+the manifest's endpoints are InService; `up --detach` starts that same command in the background and
+returns once it is ready. A running emulator records itself in `<home>/emulator.json`, which `env`,
+`status` and `down` read. Output meant for the shell is on stdout (`eval "$(python -m emulator env)"`);
+progress and errors go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from emulator.config import ConfigError, EmulatorConfig
+from emulator.manifest import DEFAULT_MANIFEST, load_manifest
+from emulator.runtimes import RuntimeUnavailable
+from emulator.server import Emulator, EmulatorStartError, run_emulator
+
+STATE_FILE = "emulator.json"
+SECRET_NOTE = "# AWS_SECRET_ACCESS_KEY: the secret paired with this key id in EMULATOR_SIGV4_KEYS"
+
+
+class CliError(RuntimeError):
+    """A failure to report in one line (exit status 1)."""
+
+
+def _state_path(config: EmulatorConfig) -> Path:
+    return config.home_dir / STATE_FILE
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_state(config: EmulatorConfig) -> dict[str, Any] | None:
+    """The running emulator's record, or None (a record left by a dead process is removed)."""
+    path = _state_path(config)
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(state, dict) or not _alive(int(state.get("pid", 0))):
+        path.unlink(missing_ok=True)
+        return None
+    return state
+
+
+def _write_state(config: EmulatorConfig, emu: Emulator, ready: bool, manifest: str) -> None:
+    env = _public_env(config, emu)
+    state = {**emu.info(), "ready": ready, "manifest": manifest, "env": env, "home": str(config.home_dir)}
+    path = _state_path(config)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.replace(path)
+
+
+def export_lines(env: dict[str, str], keys_configured: bool) -> str:
+    lines = [f"export {name}={value}" for name, value in env.items()]
+    if keys_configured:
+        lines.append(SECRET_NOTE)
+    return "\n".join(lines)
+
+
+def _config(args: argparse.Namespace) -> EmulatorConfig:
+    config = EmulatorConfig.from_env()
+    overrides = {
+        "runtime": getattr(args, "runtime", None),
+        "http_port": getattr(args, "http_port", None),
+        "h2_port": getattr(args, "h2_port", None),
+        "home": Path(args.home) if getattr(args, "home", None) else None,
+    }
+    return dataclasses.replace(config, **{k: v for k, v in overrides.items() if v is not None})
+
+
+# up -----------------------------------------------------------------------------------------------
+
+
+async def _serve(config: EmulatorConfig, manifest_path: str) -> None:
+    manifest = load_manifest(manifest_path)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    path = _state_path(config)
+    async with run_emulator(config, manifest, wait=False) as emu:
+        try:
+            _write_state(config, emu, False, manifest_path)
+            waiting = loop.create_task(emu.wait_in_service(manifest.endpoints))
+            stopping = loop.create_task(stop.wait())
+            await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not waiting.done():
+                waiting.cancel()
+                return
+            stopping.cancel()
+            waiting.result()
+            _write_state(config, emu, True, manifest_path)
+            names = ", ".join(manifest.endpoints) or "none"
+            print(f"# emulator ready (pid {os.getpid()}): endpoints InService: {names}", flush=True)
+            print(f"# control plane + runtime {emu.http_url}, bidirectional stream {emu.h2_url}", flush=True)
+            print(export_lines(_public_env(config, emu), bool(config.sigv4_keys)), flush=True)
+            await stop.wait()
+            print("# stopping: terminating replicas", file=sys.stderr, flush=True)
+        finally:
+            state = read_state(config)
+            if state is not None and state.get("pid") == os.getpid():
+                path.unlink(missing_ok=True)
+
+
+def _public_env(config: EmulatorConfig, emu: Emulator) -> dict[str, str]:
+    env = dict(emu.env)
+    if config.sigv4_keys:
+        env.pop("AWS_SECRET_ACCESS_KEY")
+    return env
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    config = _config(args)
+    running = read_state(config)
+    if running is not None:
+        raise CliError(
+            f"an emulator is already running (pid {running['pid']}); stop it with `python -m emulator down`"
+        )
+    if args.detach:
+        return _detach(config, args)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per health probe otherwise
+    asyncio.run(_serve(config, args.file))
+    return 0
+
+
+def _detach(config: EmulatorConfig, args: argparse.Namespace) -> int:
+    """Start `up` in its own session, logging to <home>/emulator.log; return once it is ready."""
+    config.home_dir.mkdir(parents=True, exist_ok=True)
+    log_path = config.home_dir / "emulator.log"
+    argv = [sys.executable, "-m", "emulator", "up", "-f", str(args.file), "--home", str(config.home_dir)]
+    for flag, value in (
+        ("--runtime", args.runtime),
+        ("--http-port", args.http_port),
+        ("--h2-port", args.h2_port),
+    ):
+        if value is not None:
+            argv += [flag, str(value)]
+    with log_path.open("wb") as log:
+        child = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    deadline = time.monotonic() + config.startup_timeout_s + 60
+    while time.monotonic() < deadline:
+        if child.poll() is not None:
+            tail = log_path.read_text(errors="replace").strip().splitlines()[-15:]
+            raise CliError(f"the emulator exited with status {child.returncode}:\n" + "\n".join(tail))
+        state = read_state(config)
+        if state is not None and state.get("pid") == child.pid and state.get("ready"):
+            print(
+                f"# emulator ready (pid {child.pid}, log {log_path}); stop it with `python -m emulator down`"
+            )
+            print(export_lines(state["env"], bool(config.sigv4_keys)))
+            return 0
+        time.sleep(0.2)
+    child.terminate()
+    raise CliError(f"the emulator was not ready after {config.startup_timeout_s + 60:g} s (log: {log_path})")
+
+
+# down / env / status ------------------------------------------------------------------------------
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    config = _config(args)
+    state = read_state(config)
+    if state is None:
+        print("no running emulator", file=sys.stderr)
+        return 0
+    pid = int(state["pid"])
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + config.stop_grace_s + 15
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        print(f"emulator (pid {pid}) did not stop in time: killed", file=sys.stderr)
+    else:
+        print(f"emulator (pid {pid}) stopped", file=sys.stderr)
+    _state_path(config).unlink(missing_ok=True)
+    return 0
+
+
+def _running_state(config: EmulatorConfig) -> dict[str, Any]:
+    state = read_state(config)
+    if state is None:
+        raise CliError(
+            f"no running emulator (home {config.home_dir}); start one with `python -m emulator up`"
+        )
+    return state
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    config = _config(args)
+    state = _running_state(config)
+    if args.json:
+        print(json.dumps(state["env"], indent=2))
+    else:
+        print(export_lines(state["env"], "AWS_SECRET_ACCESS_KEY" not in state["env"]))
+    return 0
+
+
+def _age(seconds: float | None) -> str:
+    if not seconds:
+        return "-"
+    seconds = max(0, int(time.time() - seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
+
+
+def format_status(status: dict[str, Any]) -> str:
+    info = status["emulator"]
+    out = [
+        f"emulator pid {info.get('pid')}  {info.get('http_url')}  {info.get('h2_url')}  "
+        f"runtime {info.get('runtime')}",
+        "",
+    ]
+    endpoints = [["ENDPOINT", "STATUS", "CONFIG", "VARIANTS", "READY", "AGE"]]
+    replicas = [
+        [
+            "REPLICA",
+            "ENDPOINT",
+            "VARIANT",
+            "ROLE",
+            "PHASE",
+            "READY",
+            "RESTARTS",
+            "SESSIONS",
+            "PORT",
+            "PROCESS",
+            "AGE",
+        ]
+    ]
+    for ep in status["endpoints"]:
+        variants = ",".join(f"{v['name']}({v['instance_type']})" for v in ep["variants"]) or "-"
+        ready = sum(v["ready"] for v in ep["variants"])
+        desired = sum(v["desired"] for v in ep["variants"])
+        endpoints.append(
+            [ep["name"], ep["status"], ep["config"], variants, f"{ready}/{desired}", _age(ep["created"])]
+        )
+        for r in ep["replicas"]:
+            replicas.append(
+                [
+                    r["id"],
+                    ep["name"],
+                    r["variant"],
+                    r["deployment"],
+                    r["phase"],
+                    "yes" if r["ready"] else "no",
+                    str(r["restarts"]),
+                    str(r["sessions"]),
+                    str(r["port"] or "-"),
+                    r["ident"] or "-",
+                    _age(r["started"]),
+                ]
+            )
+    out.append(_table(endpoints))
+    failures = [
+        f"  {ep['name']}: {ep['failure_reason']}" for ep in status["endpoints"] if ep.get("failure_reason")
+    ]
+    if failures:
+        out += ["", "FAILURE REASONS", *failures]
+    if len(replicas) > 1:
+        out += ["", _table(replicas)]
+    events = [["AGE", "TYPE", "REASON", "OBJECT", "MESSAGE"]]
+    events += [
+        [_age(e["time"]), e["type"], e["reason"], e["object"], e["message"]] for e in status["events"][-15:]
+    ]
+    if len(events) > 1:
+        out += ["", "EVENTS", _table(events)]
+    return "\n".join(out)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    config = _config(args)
+    state = _running_state(config)
+    try:
+        status = httpx.get(f"{state['http_url']}/_emulator/status", timeout=5, trust_env=False).json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise CliError(
+            f"the emulator (pid {state['pid']}) does not answer at {state['http_url']}: {exc}"
+        ) from exc
+    print(json.dumps(status, indent=2) if args.json else format_status(status))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m emulator", description="Local SageMaker (and Bedrock) emulator."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start the emulator and the manifest's endpoints")
+    up.add_argument(
+        "-f", "--file", default=str(DEFAULT_MANIFEST), help="manifest (default: compose/emulator.yaml)"
+    )
+    up.add_argument("--detach", action="store_true", help="run in the background; return once InService")
+    up.add_argument("--runtime", choices=["process", "docker"])
+    up.add_argument("--http-port", type=int)
+    up.add_argument("--h2-port", type=int)
+    for name, help_text in (
+        ("down", "stop a detached emulator"),
+        ("status", "endpoints, replicas, events"),
+        ("env", "print the export lines for a running emulator"),
+    ):
+        command = sub.add_parser(name, help=help_text)
+        if name in {"status", "env"}:
+            command.add_argument("--json", action="store_true")
+    for command in sub.choices.values():
+        command.add_argument(
+            "--home", help="emulator home (default EMULATOR_HOME or ~/.cache/voice-agent-aws/emulator)"
+        )
+    args = parser.parse_args(argv)
+    handlers = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "env": cmd_env}
+    try:
+        return handlers[args.command](args)
+    except (CliError, ConfigError, EmulatorStartError, RuntimeUnavailable) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

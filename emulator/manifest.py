@@ -1,0 +1,100 @@
+"""Manifests: the SageMaker resources to create at start-up, as YAML.
+
+```yaml
+images:                       # optional: image -> local command for the `process` runtime
+  my-model: {command: ["{python}", "-m", "my_model", "--port", "{port}"], bidirectional: true}
+resources:                    # applied in order, through the same code as the API
+  - kind: Model               # spec = the CreateModel request, exactly as boto3 takes it
+    spec: {ModelName: m, PrimaryContainer: {Image: my-model:latest}}
+  - kind: EndpointConfig
+    spec: {EndpointConfigName: c, ProductionVariants: [{VariantName: AllTraffic, ModelName: m,
+           InstanceType: ml.g5.xlarge, InitialInstanceCount: 1}]}
+  - kind: Endpoint
+    spec: {EndpointName: e, EndpointConfigName: c}
+```
+
+A bare list is read as `resources`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from emulator.config import ConfigError, ImageSpec
+
+KINDS = {"Model": "CreateModel", "EndpointConfig": "CreateEndpointConfig", "Endpoint": "CreateEndpoint"}
+DEFAULT_MANIFEST = Path(__file__).resolve().parent.parent / "compose" / "emulator.yaml"
+
+
+class ManifestError(ConfigError):
+    """The manifest cannot be read or does not have the expected shape."""
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: str
+    spec: dict[str, Any]
+
+    @property
+    def operation(self) -> str:
+        return KINDS[self.kind]
+
+    @property
+    def name(self) -> str:
+        return str(self.spec.get(f"{self.kind}Name", "?"))
+
+
+@dataclass(frozen=True)
+class Manifest:
+    resources: tuple[Resource, ...] = ()
+    images: dict[str, ImageSpec] = field(default_factory=dict)
+    source: str = "<inline>"
+
+    @property
+    def endpoints(self) -> list[str]:
+        return [r.name for r in self.resources if r.kind == "Endpoint"]
+
+    @classmethod
+    def from_obj(cls, obj: Any, source: str = "<inline>") -> Manifest:
+        if isinstance(obj, list):
+            obj = {"resources": obj}
+        if not isinstance(obj, dict):
+            raise ManifestError(f"{source}: expected a mapping with `resources:` (or a list of resources)")
+        unknown = set(obj) - {"resources", "images"}
+        if unknown:
+            raise ManifestError(f"{source}: unknown top-level keys {sorted(unknown)}")
+        resources = []
+        for index, item in enumerate(obj.get("resources") or []):
+            if (
+                not isinstance(item, dict)
+                or item.get("kind") not in KINDS
+                or not isinstance(item.get("spec"), dict)
+            ):
+                raise ManifestError(
+                    f"{source}: resources[{index}] must be {{kind: {'|'.join(KINDS)}, spec: {{...}}}}, "
+                    f"got {item!r}"
+                )
+            resources.append(Resource(item["kind"], dict(item["spec"])))
+        raw_images = obj.get("images") or {}
+        if not isinstance(raw_images, dict):
+            raise ManifestError(f"{source}: `images` must map image names to commands")
+        try:
+            images = {str(name): ImageSpec.from_obj(spec) for name, spec in raw_images.items()}
+        except ConfigError as exc:
+            raise ManifestError(f"{source}: {exc}") from exc
+        return cls(tuple(resources), images, source)
+
+
+def load_manifest(path: str | Path) -> Manifest:
+    path = Path(path)
+    try:
+        obj = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ManifestError(f"cannot read manifest {path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"manifest {path} is not valid YAML: {exc}") from exc
+    return Manifest.from_obj(obj, str(path))

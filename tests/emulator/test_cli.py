@@ -1,0 +1,99 @@
+"""`python -m emulator up --detach | status | env | down`, run as a user would, on echo replicas."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import boto3
+import yaml
+
+from tests.emulator.support import endpoint, model, process_gone, variant
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "EMULATOR_HOME": str(home),
+        "EMULATOR_STOP_GRACE_S": "2",
+        "EMULATOR_RECONCILE_INTERVAL_S": "0.1",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "emulator", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_env_without_a_running_emulator_fails_clearly(tmp_path: Path) -> None:
+    result = run(tmp_path, "env")
+    assert result.returncode == 1
+    assert "no running emulator" in result.stderr
+
+
+def test_detached_emulator_lifecycle(tmp_path: Path) -> None:
+    manifest = tmp_path / "echo.yaml"
+    manifest.write_text(
+        yaml.safe_dump(
+            {
+                "resources": [
+                    model("echo", "echo:latest"),
+                    *endpoint("echo", [variant("AllTraffic", "echo", count=2)]),
+                ]
+            }
+        )
+    )
+    up = run(tmp_path, "up", "--detach", "-f", str(manifest), "--http-port", "0", "--h2-port", "0")
+    assert up.returncode == 0, up.stderr
+    try:
+        exports = dict(
+            line.removeprefix("export ").split("=", 1)
+            for line in up.stdout.splitlines()
+            if line.startswith("export ")
+        )
+        assert set(exports) >= {
+            "AWS_ENDPOINT_URL_SAGEMAKER",
+            "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME",
+            "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2",
+            "AWS_CA_BUNDLE",
+            "AWS_REGION",
+        }
+        assert exports["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2"].startswith("https://localhost:")
+        assert Path(exports["AWS_CA_BUNDLE"]).is_file()
+
+        env_lines = run(tmp_path, "env")
+        assert env_lines.stdout.strip() == "\n".join(
+            line for line in up.stdout.splitlines() if line.startswith("export ")
+        )
+
+        client = boto3.client(
+            "sagemaker-runtime",
+            endpoint_url=exports["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"],
+            region_name=exports["AWS_REGION"],
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+        )
+        assert client.invoke_endpoint(EndpointName="echo", Body=b"cli")["Body"].read() == b"cli"
+
+        table = run(tmp_path, "status")
+        assert table.returncode == 0
+        assert "echo" in table.stdout and "InService" in table.stdout and "2/2" in table.stdout
+        status = json.loads(run(tmp_path, "status", "--json").stdout)
+        pids = [r["pid"] for r in status["endpoints"][0]["replicas"]]
+        emulator_pid = status["emulator"]["pid"]
+        assert len(pids) == 2
+    finally:
+        down = run(tmp_path, "down")
+    assert down.returncode == 0
+    assert "stopped" in down.stderr
+    assert process_gone(emulator_pid)
+    assert all(process_gone(pid) for pid in pids)
+    assert not (tmp_path / "emulator.json").exists()

@@ -1,0 +1,181 @@
+"""The emulator's small pure parts: config parsing, manifests, image names, knobs, SigV4."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import random
+from pathlib import Path
+
+import pytest
+from aws_sdk_signers import AsyncEventSigner
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+from smithy_aws_core.identity import AWSCredentialsIdentity
+from smithy_aws_event_stream.events import EventHeaderEncoder, EventMessage
+
+from emulator import eventstream
+from emulator.awserrors import AwsError
+from emulator.config import ConfigError, EmulatorConfig
+from emulator.fidelity import Delay, Rechunker
+from emulator.manifest import DEFAULT_MANIFEST, Manifest, ManifestError, load_manifest
+from emulator.runtimes.process import image_key_candidates
+from emulator.sigv4 import EventChain, Signed, signing_key, verify_request
+
+
+def test_config_from_env_parses_every_kind_of_field() -> None:
+    config = EmulatorConfig.from_env(
+        {
+            "EMULATOR_HTTP_PORT": "9000",
+            "EMULATOR_LATENCY_OUT_MS": "12.5",
+            "EMULATOR_RECHUNK": "1-64",
+            "EMULATOR_SIGV4_KEYS": "AKID1:s1,AKID2:s2",
+            "EMULATOR_HOME": "/tmp/x",
+            "EMULATOR_UNFRAGMENTED_COMPLETION_STATE": "absent",
+            "EMULATOR_CLOSE_1000_IS_ERROR": "true",
+            "EMULATOR_LLM_FIRST_TOKEN_MS": "100",
+        }
+    )
+    assert config.http_port == 9000 and config.latency_out_ms == 12.5 and config.rechunk == (1, 64)
+    assert config.sigv4_keys == {"AKID1": "s1", "AKID2": "s2"} and config.home == Path("/tmp/x")
+    assert config.unfragmented_completion_state is None and config.close_1000_is_error
+    assert config.llm_first_token_ms == 100
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("EMULATOR_HTTP_PORT", "eighty"),
+        ("EMULATOR_RECHUNK", "5-2"),
+        ("EMULATOR_SIGV4_KEYS", "no-secret"),
+        ("EMULATOR_IMAGES", "[1]"),
+    ],
+)
+def test_bad_config_values_are_config_errors(name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=name):
+        EmulatorConfig.from_env({name: value})
+
+
+def test_shipped_manifests_load() -> None:
+    for path in DEFAULT_MANIFEST.parent.glob("*.yaml"):
+        if "resources" in path.read_text():
+            assert load_manifest(path).endpoints, path
+
+
+def test_default_manifest_is_the_kokoro_endpoint() -> None:
+    manifest = load_manifest(DEFAULT_MANIFEST)
+    assert manifest.endpoints == ["kokoro-82m"]
+    model = next(r for r in manifest.resources if r.kind == "Model")
+    assert model.spec["PrimaryContainer"]["Environment"] == {"TTS_VOICE": "jm_kumo"}
+    config = next(r for r in manifest.resources if r.kind == "EndpointConfig")
+    assert config.spec["ProductionVariants"][0]["InstanceType"] == "ml.g5.xlarge"
+
+
+@pytest.mark.parametrize(
+    "obj",
+    ["text", {"resources": [{"kind": "Pod", "spec": {}}]}, {"extra": 1}, {"images": {"x": {"cmd": "no"}}}],
+)
+def test_malformed_manifests_are_manifest_errors(obj: object) -> None:
+    with pytest.raises(ManifestError):
+        Manifest.from_obj(obj)
+
+
+def test_unreadable_manifest_is_a_manifest_error(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("resources: [unclosed")
+    with pytest.raises(ManifestError, match="not valid YAML"):
+        load_manifest(tmp_path / "bad.yaml")
+    with pytest.raises(ManifestError, match="cannot read"):
+        load_manifest(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "kokoro-tts",
+        "voice-agent-aws/kokoro-tts:latest",
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com/kokoro-tts:1.0",
+        "localhost:5000/team/kokoro-tts@sha256:abc",
+    ],
+)
+def test_image_names_match_their_repository(image: str) -> None:
+    assert "kokoro-tts" in image_key_candidates(image)
+
+
+def test_delay_keeps_order_and_adds_latency() -> None:
+    delay = Delay(latency_ms=50, jitter_ms=40, rng=random.Random(1))
+    dues = [delay.due(arrived=t / 1000) for t in range(0, 100, 5)]
+    assert dues == sorted(dues)
+    assert all(due >= t / 1000 + 0.010 for due, t in zip(dues, range(0, 100, 5), strict=True))
+    assert not Delay(0, 0).active
+
+
+def test_rechunker_splits_at_arbitrary_boundaries() -> None:
+    data = bytes(range(256)) * 4
+    parts = Rechunker((1, 7), seed=3).split(data)
+    assert b"".join(parts) == data and all(1 <= len(p) <= 7 for p in parts)
+    assert Rechunker(None).split(data) == [data]
+
+
+def _signed_request(secret: str) -> AWSRequest:
+    request = AWSRequest(
+        method="POST",
+        url="http://127.0.0.1:8790/endpoints/kokoro-82m/invocations",
+        data=b'{"text":"hi"}',
+        headers={"Content-Type": "application/json"},
+    )
+    SigV4Auth(Credentials("AKIDTEST", secret), "sagemaker", "us-east-1").add_auth(request)
+    return request
+
+
+def _verify(request: AWSRequest, keys: dict[str, str]) -> Signed:
+    headers = [(k, v) for k, v in request.headers.items()] + [("host", "127.0.0.1:8790")]
+    return verify_request(
+        keys,
+        method="POST",
+        raw_path="/endpoints/kokoro-82m/invocations",
+        raw_query="",
+        headers=headers,
+        body=request.body,
+    )
+
+
+def test_sigv4_accepts_botocore_signatures_and_refuses_others() -> None:
+    signed = _verify(_signed_request("secret"), {"AKIDTEST": "secret"})
+    assert signed.scope.endswith("/us-east-1/sagemaker/aws4_request")
+    with pytest.raises(AwsError) as wrong:
+        _verify(_signed_request("other"), {"AKIDTEST": "secret"})
+    assert (wrong.value.code, wrong.value.status) == ("InvalidSignatureException", 403)
+    with pytest.raises(AwsError, match="security token"):
+        _verify(_signed_request("secret"), {"AKIDOTHER": "secret"})
+
+
+def test_event_chain_follows_the_smithy_signer() -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    amz_date = now.strftime("%Y%m%dT%H%M%SZ")
+    seed = "ab" * 32
+    signed = Signed(
+        signing_key("secret", amz_date[:8], "us-east-1", "sagemaker"),
+        f"{amz_date[:8]}/us-east-1/sagemaker/aws4_request",
+        amz_date,
+        seed,
+    )
+    signer = AsyncEventSigner(initial_signature=seed.encode(), event_encoder_cls=EventHeaderEncoder)
+    identity = AWSCredentialsIdentity(access_key_id="AKIDTEST", secret_access_key="secret")
+    inner = eventstream.event("PayloadPart", b"hello", content_type="application/octet-stream")
+
+    async def sign(payload: bytes) -> eventstream.Message:
+        message = await signer.sign(
+            event=EventMessage(payload=payload),
+            identity=identity,
+            properties={"region": "us-east-1", "service": "sagemaker"},
+        )
+        return eventstream.decode(message.encode())
+
+    chain = EventChain(signed)
+    first, second = asyncio.run(sign(inner)), None
+    assert chain.verify(first)
+    second = asyncio.run(sign(inner))
+    tampered = eventstream.Message(second.headers, second.payload[:-1] + b"!")
+    assert not chain.verify(tampered)
+    assert chain.verify(second)

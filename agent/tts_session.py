@@ -97,7 +97,9 @@ class TTSSession:
         await self.send({"text": text, "request_id": request_id, "voice": voice, "format": audio_format})
 
     async def cancel(self, request_id: str | None = None) -> None:
-        await self.send({"type": "cancel"} if request_id is None else {"type": "cancel", "request_id": request_id})
+        await self.send(
+            {"type": "cancel"} if request_id is None else {"type": "cancel", "request_id": request_id}
+        )
 
     async def finish(self) -> None:
         """No more messages: the container finishes what is queued, then ends the session."""

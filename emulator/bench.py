@@ -18,8 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,15 +30,17 @@ import httpx
 import websockets
 import yaml
 from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
-from aws_sdk_sagemaker_runtime_http2.config import AsyncSageMakerRuntimeHTTP2Config
 from aws_sdk_sagemaker_runtime_http2.models import (
     InvokeEndpointWithBidirectionalStreamInput,
     RequestPayloadPart,
     RequestStreamEventPayloadPart,
 )
-from smithy_aws_core.identity import AWSCredentialsIdentity, StaticCredentialsResolver
+from smithy_aws_core.identity import AWSCredentialsIdentity
 
-from agent.sagemaker_client import CRTTransport
+from agent.config import AgentConfig
+from agent.sagemaker_client import bidirectional_client
+from emulator.processes import stop_group
+from emulator.stats import summarize
 
 TARGET_ADDED_MEDIAN_MS = 2.0
 ENDPOINT = "bench-echo"
@@ -67,17 +67,7 @@ MANIFEST = {
 
 
 def summary(samples_s: list[float]) -> dict[str, float]:
-    ms = sorted(s * 1000 for s in samples_s)
-    if not ms:
-        return {"count": 0}
-    pick = lambda q: ms[min(len(ms) - 1, int(q * len(ms)))]  # noqa: E731
-    return {
-        "count": len(ms),
-        "median_ms": statistics.median(ms),
-        "p90_ms": pick(0.9),
-        "p99_ms": pick(0.99),
-        "mean_ms": statistics.fmean(ms),
-    }
+    return summarize([s * 1000 for s in samples_s])
 
 
 class EmulatorProcess:
@@ -120,13 +110,8 @@ class EmulatorProcess:
         raise RuntimeError("the emulator was not ready within 120 s")
 
     def __exit__(self, *exc: object) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        if self.process is not None:
+            stop_group(self.process, grace_s=30)
 
     def replica_port(self) -> int:
         status = httpx.get(f"{self.state['http_url']}/_emulator/status", trust_env=False).json()
@@ -134,15 +119,12 @@ class EmulatorProcess:
 
 
 async def _client(state: dict[str, Any]) -> AsyncSageMakerRuntimeHTTP2Client:
-    config = await AsyncSageMakerRuntimeHTTP2Config.resolve(
-        endpoint_uri=state["h2_url"],
-        region=state["region"],
-        aws_credentials_identity_resolver=StaticCredentialsResolver(
-            AWSCredentialsIdentity(access_key_id="bench", secret_access_key="bench")
-        ),
-        transport=CRTTransport(state["ca"]),
+    config = AgentConfig(
+        region=state["region"], sagemaker_http2_endpoint=state["h2_url"], ca_bundle=state["ca"]
     )
-    return AsyncSageMakerRuntimeHTTP2Client(config=config)
+    return await bidirectional_client(
+        config, AWSCredentialsIdentity(access_key_id="bench", secret_access_key="bench")
+    )
 
 
 class Session:

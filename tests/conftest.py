@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 
-from tests.support.processes import free_port, running
+from emulator.processes import child, free_port
+from tests.support.paths import REPO
 
 
 @dataclass(frozen=True)
@@ -28,9 +30,6 @@ class Server:
 def tts_server() -> Iterator[Server]:
     """`python -m tts serve` with the real Kokoro model, shared by the whole test session."""
     port = free_port()
-    with running(
-        ["-m", "tts", "serve", "--port", str(port), "--log-level", "warning"],
-        f"http://127.0.0.1:{port}/ping",
-        timeout=120,
-    ):
+    argv = [sys.executable, "-m", "tts", "serve", "--port", str(port), "--log-level", "warning"]
+    with child(argv, ready_url=f"http://127.0.0.1:{port}/ping", timeout_s=120, cwd=REPO):
         yield Server("127.0.0.1", port)

@@ -10,22 +10,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
-import signal
 import socket
 import statistics
-import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+import uvicorn
 import websockets
 
 from tts.config import SAMPLE_RATE, TTSConfig
 from tts.engine import KokoroEngine
+from tts.server import create_app
 
 ANSWER = (
     "Thanks for waiting, I found your order. It shipped yesterday from our Denver warehouse and should "
@@ -35,10 +37,30 @@ ANSWER = (
 FIRST_SENTENCE = ANSWER.split(". ")[0] + "."
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+@contextlib.contextmanager
+def _serving(config: TTSConfig) -> Iterator[tuple[str, float]]:
+    """The container's app on a free loopback port in a thread; yields its WebSocket URL and the
+    seconds from start to ready (model load + warm-up)."""
+    app = create_app(config)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws="websockets-sansio"))
+    started = time.perf_counter()
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    runtime = app.state.runtime
+    while not runtime.ready.is_set():
+        if runtime.load_error or not thread.is_alive():
+            raise RuntimeError(f"tts server did not become ready: {runtime.load_error}")
+        time.sleep(0.01)
+    try:
+        yield (
+            f"ws://127.0.0.1:{sock.getsockname()[1]}/invocations-bidirectional-stream",
+            time.perf_counter() - started,
+        )
+    finally:
+        server.should_exit = True
+        thread.join(30)
 
 
 async def _first_audio(url: str, text: str) -> tuple[float, float]:
@@ -83,31 +105,11 @@ def _measure_engine(trials: int) -> dict[str, object]:
 
 
 def _measure_server(trials: int) -> dict[str, object]:
-    port = _free_port()
-    started = time.perf_counter()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tts", "serve", "--port", str(port), "--log-level", "warning"],
-        start_new_session=True,
-    )
-    try:
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/ping", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if server.poll() is not None or time.perf_counter() - started > 180:
-                raise RuntimeError("tts server did not become ready")
-            time.sleep(0.05)
-        ready_s = time.perf_counter() - started
-        url = f"ws://127.0.0.1:{port}/invocations-bidirectional-stream"
+    with _serving(TTSConfig.from_env()) as (url, ready_s):
         first, whole = [], []
         for _ in range(trials):
             first.append(asyncio.run(_first_audio(url, FIRST_SENTENCE)))
             whole.append(asyncio.run(_first_audio(url, ANSWER)))
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(30)
     first_ttfa = statistics.median(t for t, _ in first)
     whole_ttfa = statistics.median(t for t, _ in whole)
     return {
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         f"real-time factor     {engine['rtf']['median']:.2f} (median of {args.trials}, "
         f"{engine['audio_s']:.1f} s of audio, {engine['phoneme_tokens']} phoneme tokens)"
     )
-    print(f"server ready         {server['server_ready_s']:.2f} s after start (load + warm-up)")
+    print(f"server ready         {server['server_ready_s']:.2f} s after start (model load + warm-up)")
     print(
         f"first audio byte     first sentence {server['ttfa_first_sentence_s']['median']:.2f} s | "
         f"whole answer as one message {server['ttfa_whole_answer_s']['median']:.2f} s "

@@ -69,7 +69,7 @@ def create_app(config: TTSConfig) -> Starlette:
         await websocket.accept()
         await Session(websocket, runtime.scheduler, runtime.catalog, config.frame_bytes).run()
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/ping", ping, methods=["GET", "POST"]),
             Route("/invocations", invocations, methods=["POST"]),
@@ -77,6 +77,8 @@ def create_app(config: TTSConfig) -> Starlette:
         ],
         lifespan=lifespan,
     )
+    app.state.runtime = runtime
+    return app
 
 
 async def _binary_body(runtime: Runtime, job: Job) -> AsyncIterator[bytes]:

@@ -14,21 +14,15 @@ import ctypes
 import ctypes.util
 import os
 import signal
-import socket
 import sys
 from collections.abc import Mapping
 
 from emulator.config import ImageSpec
+from emulator.processes import free_port
 from emulator.runtimes import ReplicaHandle, RuntimeUnavailable, StartRequest
 
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if sys.platform == "linux" else None
-
-
-def free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def image_key_candidates(image: str) -> list[str]:

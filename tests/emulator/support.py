@@ -12,16 +12,16 @@ import boto3
 import botocore.config
 import httpx
 from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
-from aws_sdk_sagemaker_runtime_http2.config import AsyncSageMakerRuntimeHTTP2Config
 from aws_sdk_sagemaker_runtime_http2.models import (
     InvokeEndpointWithBidirectionalStreamInput,
     RequestPayloadPart,
     RequestStreamEventPayloadPart,
     ResponsePayloadPart,
 )
-from smithy_aws_core.identity import AWSCredentialsIdentity, StaticCredentialsResolver
+from smithy_aws_core.identity import AWSCredentialsIdentity
 
-from agent.sagemaker_client import CRTTransport
+from agent.config import AgentConfig
+from agent.sagemaker_client import bidirectional_client
 from emulator.config import EmulatorConfig
 from emulator.manifest import Manifest
 from emulator.server import Emulator
@@ -88,15 +88,12 @@ async def bidi_client(
     emu: Emulator, key: str = "test", secret: str = "test"
 ) -> AsyncSageMakerRuntimeHTTP2Client:
     """The official client with the project's CA-trusting CRT transport, as the agent builds it."""
-    config = await AsyncSageMakerRuntimeHTTP2Config.resolve(
-        endpoint_uri=emu.h2_url,
-        region=emu.config.region,
-        aws_credentials_identity_resolver=StaticCredentialsResolver(
-            AWSCredentialsIdentity(access_key_id=key, secret_access_key=secret)
-        ),
-        transport=CRTTransport(str(emu.tls.ca)),
+    config = AgentConfig(
+        region=emu.config.region, sagemaker_http2_endpoint=emu.h2_url, ca_bundle=str(emu.tls.ca)
     )
-    return AsyncSageMakerRuntimeHTTP2Client(config=config)
+    return await bidirectional_client(
+        config, AWSCredentialsIdentity(access_key_id=key, secret_access_key=secret)
+    )
 
 
 def part(

@@ -42,7 +42,7 @@ from emulator.llm import (
     load_script,
     tokenize,
 )
-from tests.support.processes import free_port
+from emulator.processes import free_port
 
 FIRST_TOKEN_MS = 300
 TOKENS_PER_S = 200.0

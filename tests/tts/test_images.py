@@ -10,8 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from emulator.processes import free_port
 from tests.support.docker import docker_unavailable
-from tests.support.processes import REPO, free_port
+from tests.support.paths import REPO
 
 DOCKERFILES = [REPO / "tts" / "Dockerfile", REPO / "tts" / "Dockerfile.gpu"]
 LABEL = "com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true"

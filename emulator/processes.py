@@ -1,0 +1,70 @@
+"""Local server processes for the emulator's tools (the local stack, benchmarks, tests): a free
+loopback port, a child in its own process group that is always reaped with everything it started,
+and a wait for its health check."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import httpx
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def wait_http_ok(url: str, timeout_s: float, process: subprocess.Popen | None = None) -> None:
+    """Poll `url` until it answers 200; fail early if `process` exits first."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode} before {url} answered")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=1.0, trust_env=False).status_code == 200:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"{url} did not answer 200 within {timeout_s:g} s")
+
+
+def stop_group(process: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """SIGTERM the child's process group, SIGKILL it after `grace_s`."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@contextlib.contextmanager
+def child(
+    argv: list[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    ready_url: str | None = None,
+    timeout_s: float = 60.0,
+    cwd: Path | None = None,
+    **popen: object,
+) -> Iterator[subprocess.Popen]:
+    """Run `argv` in a new session until the block ends, optionally waiting for `ready_url` first."""
+    process = subprocess.Popen(
+        argv, env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True, **popen
+    )
+    try:
+        if ready_url is not None:
+            wait_http_ok(ready_url, timeout_s, process)
+        yield process
+    finally:
+        stop_group(process)

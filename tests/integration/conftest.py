@@ -1,0 +1,16 @@
+import dataclasses
+
+import pytest
+
+from agent.local import local_stack
+from emulator.config import EmulatorConfig
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory):
+    """Emulator (real Kokoro container behind SageMaker's bidi protocol, Bedrock) + agent, shared."""
+    config = dataclasses.replace(
+        EmulatorConfig(), http_port=0, h2_port=0, home=tmp_path_factory.mktemp("emu")
+    )
+    with local_stack(config) as running:
+        yield running

@@ -1,0 +1,107 @@
+"""The whole local stack: emulator (SageMaker + the real Kokoro container, Bedrock with the paced
+script model) and the agent, driven over HTTP like a browser or AgentCore would."""
+
+import base64
+import json
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from tests.support.asr import transcribe, word_error_rate
+from tts.sse import SSEParser
+
+pytestmark = pytest.mark.integration
+
+
+def invoke(stack, payload: dict) -> list[dict]:
+    parser, events = SSEParser(), []
+    with httpx.stream("POST", f"{stack.agent_url}/invocations", json=payload, timeout=120) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for raw in response.iter_raw():
+            events += parser.feed(raw)
+    return events
+
+
+@pytest.mark.parametrize("mode", ["bidi", "batch"])
+def test_a_turn_streams_text_and_intelligible_audio(stack, mode):
+    events = invoke(stack, {"prompt": "Where is my order?", "mode": mode})
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end" and "error" not in kinds
+    assert events[0]["mode"] == mode
+    assert kinds.index("text_delta") < kinds.index("audio_stream_start") < kinds.index("audio_chunk")
+    assert kinds.index("audio_stream_end") > max(i for i, k in enumerate(kinds) if k == "audio_chunk")
+    times = [e["t_ms"] for e in events]
+    assert times == sorted(times), "events come out in arrival order"
+    chunks = [e for e in events if e["type"] == "audio_chunk"]
+    assert [c["seq"] for c in chunks] == list(range(len(chunks)))
+    text = "".join(e["text"] for e in events if e["type"] == "text_delta")
+    end = events[-1]
+    assert end["ok"] is True and end["text"] == text
+    if mode == "bidi":  # four sentences, the first cut at its comma (AGENT_FIRST_FRAGMENT_WORDS=3)
+        assert end["sentences"] == 5
+    else:
+        assert end["sentences"] == 1
+    pcm = b"".join(base64.b64decode(c["data"]) for c in chunks)
+    assert len(pcm) / 48_000 == pytest.approx(end["audio_s"], abs=0.05)
+    wer = word_error_rate(text, transcribe(pcm))
+    assert wer <= 0.15, f"{mode}: WER {wer:.2f}"
+
+
+def test_bidi_speaks_before_the_answer_is_complete(stack):
+    events = invoke(stack, {"prompt": "Where is my order?", "mode": "bidi"})
+    first_audio = next(e["t_ms"] for e in events if e["type"] == "audio_chunk")
+    last_text = max(e["t_ms"] for e in events if e["type"] == "text_delta")
+    sentences = {c["sentence"] for c in events if c["type"] == "audio_chunk"}
+    assert sentences == set(range(events[-1]["sentences"])), "every chunk is spoken, in its own segment"
+    assert first_audio < last_text + 2000, (
+        "first sentence audio must not wait for the whole answer's synthesis"
+    )
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        ({"mode": "bidi"}, "missing_prompt"),
+        ({"prompt": "Hi", "mode": "shout"}, "invalid_mode"),
+        ({"prompt": "Hi", "format": "flac"}, "invalid_format"),
+        (["not", "an", "object"], "invalid_payload"),
+    ],
+)
+def test_bad_payloads_get_a_typed_error_event(stack, payload, code):
+    events = invoke(stack, payload)
+    assert [e["type"] for e in events] == ["error", "agent_end"]
+    assert events[0]["code"] == code and events[1]["ok"] is False
+
+
+def test_an_unknown_voice_is_reported_by_the_container_and_the_turn_ends(stack):
+    events = invoke(stack, {"prompt": "Hi", "voice": "af_nobody", "mode": "batch"})
+    errors = [e for e in events if e["type"] == "error"]
+    assert errors and errors[0]["code"] == "unknown_voice"
+    assert events[-1]["type"] == "agent_end" and events[-1]["ok"] is False
+
+
+def test_compressed_audio_formats_pass_through(stack):
+    events = invoke(stack, {"prompt": "Where is my order?", "mode": "batch", "format": "mp3"})
+    mp3 = b"".join(base64.b64decode(e["data"]) for e in events if e["type"] == "audio_chunk")
+    assert mp3[:3] == b"ID3" or mp3[0] == 0xFF
+    assert len(mp3) < events[-1]["audio_s"] * 48_000 / 4
+
+
+def test_demo_cli_compares_both_modes(stack):
+    result = subprocess.run(
+        [sys.executable, "-m", "deploy.agent_cli", "demo", "--endpoint-url", stack.agent_url, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
+    summary = json.loads(result.stdout)
+    assert set(summary) == {"bidi", "batch", "ratio"}
+    assert set(summary["bidi"]) == {"ttfa_ms", "ttft_ms", "total_ms"}
+    assert summary["ratio"] == pytest.approx(
+        summary["batch"]["ttfa_ms"] / summary["bidi"]["ttfa_ms"], rel=0.01
+    )
+    assert summary["ratio"] > 1.5, "bidi must reach first audio well before batch"

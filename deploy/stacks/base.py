@@ -2,8 +2,8 @@
 
 - The SageMaker model role: pull the tts image, read the model prefix of the cache bucket, write the
   endpoint's own log group and its instance metrics.
-- The AgentCore runtime role: pull the agent image, call the one speech endpoint (the three invoke
-  actions) and the one Bedrock model (its profile and foundation-model ARNs), write its own logs.
+- The AgentCore runtime role: pull the agent image, call the one speech endpoint (bidirectional stream
+  only) and the one Bedrock model (its profile and foundation-model ARNs), write its own logs.
 
 Every statement names its resources. The only `*` resources are actions IAM cannot scope:
 `ecr:GetAuthorizationToken`, `cloudwatch:PutMetricData` (limited by namespace instead) and
@@ -25,11 +25,8 @@ from deploy.images import parse_ecr_uri
 from deploy.naming import assets_repository, model_prefix
 
 ECR_PULL_ACTIONS = ["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"]
-ENDPOINT_INVOKE_ACTIONS = [
-    "sagemaker:InvokeEndpointWithBidirectionalStream",
-    "sagemaker:InvokeEndpoint",
-    "sagemaker:InvokeEndpointWithResponseStream",
-]
+# The agent speaks through the bidirectional stream only (agent/tts_session.py).
+ENDPOINT_INVOKE_ACTIONS = ["sagemaker:InvokeEndpointWithBidirectionalStream"]
 BEDROCK_INVOKE_ACTIONS = ["bedrock:InvokeModelWithResponseStream", "bedrock:InvokeModel"]
 
 

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     config = AgentConfig.from_env(**overrides)
     app = create_app(config)
-    logging.getLogger("bedrock_agentcore").setLevel(args.log_level.upper())  # the SDK logs every call at INFO
+    app.logger.setLevel(args.log_level.upper())  # the SDK logs every call at INFO
     uvicorn.run(app, host=config.host, port=config.port, log_level=args.log_level)
     return 0
 

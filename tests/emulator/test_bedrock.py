@@ -44,6 +44,8 @@ from emulator.llm import (
 )
 from emulator.processes import free_port
 
+pytestmark = pytest.mark.integration  # real servers: the emulator, test containers, official clients
+
 FIRST_TOKEN_MS = 300
 TOKENS_PER_S = 200.0
 MODEL_ID = "us.anthropic.claude-3-5-haiku-20241022-v1:0"

@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.integration  # real servers: the emulator, test containers, official clients
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -32,6 +32,8 @@ from tests.emulator.support import (
     variant,
 )
 
+pytestmark = pytest.mark.integration  # real servers: the emulator, test containers, official clients
+
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:

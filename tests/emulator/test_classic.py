@@ -12,6 +12,8 @@ from emulator.echo_container import COMMAND_TYPE
 from emulator.server import Emulator, emulator_in_thread
 from tests.emulator.support import boto_client, endpoint, fast_config, manifest, model, variant
 
+pytestmark = pytest.mark.integration  # real servers: the emulator, test containers, official clients
+
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:

@@ -9,9 +9,12 @@ import sys
 from pathlib import Path
 
 import boto3
+import pytest
 import yaml
 
 from tests.emulator.support import endpoint, model, process_gone, variant
+
+pytestmark = pytest.mark.integration  # real servers: the emulator, test containers, official clients
 
 REPO = Path(__file__).resolve().parents[2]
 

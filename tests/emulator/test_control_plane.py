@@ -30,6 +30,8 @@ from tests.emulator.support import (
     status,
 )
 
+pytestmark = pytest.mark.integration  # real servers: the emulator, test containers, official clients
+
 FAST_WAIT = {"Delay": 0.1, "MaxAttempts": 300}
 
 

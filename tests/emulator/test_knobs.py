@@ -25,6 +25,8 @@ from tests.emulator.support import (
     variant,
 )
 
+pytestmark = pytest.mark.integration  # real servers: the emulator, test containers, official clients
+
 KEY, SECRET = "AKIDEMULATORTEST", "emulator-test-secret"
 LATENCY_S = 0.05
 

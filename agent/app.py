@@ -1,8 +1,12 @@
 """The AgentCore app: `POST /invocations` with `{"prompt", "mode"?, "voice"?, "format"?}` streams the
 turn's events as Server-Sent Events; `GET /ping` is AgentCore's health check; `GET /` is the web page.
 
-Payload errors are answered in-band with a typed `error` event (and `agent_end`), because the SDK's
-own fallback frame for a failing generator carries no `type`.
+The entrypoint returns its own `StreamingResponse` (which the SDK passes through) instead of yielding
+dicts for the SDK to stream: the SDK bridges a generator through a worker thread and, when the client
+goes away, abandons it without closing it, so the turn would keep its TTS session open and the
+endpoint would keep computing audio nobody hears. Here the turn's generator is the response body:
+a disconnect cancels it, and the turn cancels its speech (barge-in). Payload errors are answered
+in-band with a typed `error` event and `agent_end`.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any
 
 from bedrock_agentcore.runtime import BedrockAgentCoreApp
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, StreamingResponse
 from starlette.routing import Route
 
 from agent.config import AgentConfig
@@ -22,6 +26,7 @@ from agent.model import Conversations, text_deltas
 from agent.modes import MODES, Turn
 from agent.sagemaker_client import bidirectional_client
 from agent.tts_session import TTSSession
+from tts.sse import encode_event
 
 AUDIO_FORMATS = ("pcm", "wav", "mp3", "aac", "opus")
 MAX_PROMPT_CHARS = 4000
@@ -83,8 +88,7 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
     conversations = Conversations(config)
     speech = Speech(config)
 
-    @app.entrypoint
-    async def invoke(payload: Any, context: Any) -> AsyncIterator[Event]:
+    async def events(payload: Any, session_id: str | None) -> AsyncIterator[Event]:
         try:
             turn = parse_turn(payload, config)
         except PayloadError as exc:
@@ -92,11 +96,21 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
             yield error(clock, exc.code, str(exc))
             yield clock.event("agent_end", ok=False)
             return
-        agent = conversations.for_session(getattr(context, "session_id", None))
+        agent = conversations.for_session(session_id)
         async for event in MODES[turn.mode](
             turn, lambda prompt: text_deltas(agent, prompt), speech.open_session
         ):
             yield event
+
+    async def sse(payload: Any, session_id: str | None) -> AsyncIterator[bytes]:
+        async for event in events(payload, session_id):
+            yield encode_event(event)
+
+    @app.entrypoint
+    async def invoke(payload: Any, context: Any) -> StreamingResponse:
+        return StreamingResponse(
+            sse(payload, getattr(context, "session_id", None)), media_type="text/event-stream"
+        )
 
     async def page(request: Request) -> HTMLResponse:
         return HTMLResponse((resources.files("agent") / "web" / "index.html").read_text(encoding="utf-8"))

@@ -185,7 +185,7 @@ async def run_bidi(turn: Turn, model: TextSource, open_session: SessionOpener) -
         async for event in _guarded(_merged(speak_text, relay_audio), clock, tally):
             yield event
     finally:
-        await _close(session_task)
+        await _release(session_task)
 
 
 async def run_batch(turn: Turn, model: TextSource, open_session: SessionOpener) -> AsyncIterator[Event]:
@@ -212,11 +212,23 @@ async def run_batch(turn: Turn, model: TextSource, open_session: SessionOpener) 
         async for event in _guarded(answer_then_speak(), clock, tally):
             yield event
     finally:
-        await _close(session_task)
+        await _release(session_task)
+
+
+_RELEASING: set[asyncio.Task[None]] = set()
+
+
+async def _release(session_task: asyncio.Future[TTSSession]) -> None:
+    """Release the session whether the turn finished, failed or was abandoned (barge-in, a client
+    that went away). An abandoned turn is being cancelled, and every await of a cancelled task fails
+    at once, so the release runs as a task of its own and finishes regardless."""
+    release = asyncio.ensure_future(_close(session_task))
+    _RELEASING.add(release)
+    release.add_done_callback(_RELEASING.discard)
+    await asyncio.shield(release)
 
 
 async def _close(session_task: asyncio.Future[TTSSession]) -> None:
-    """Release the session whether the turn finished, failed or was abandoned (barge-in, disconnect)."""
     if not session_task.done():
         session_task.cancel()
     try:

@@ -54,6 +54,11 @@ class CRTTransport(AWSCRTHTTPClient):
         return self  # the stock copy would drop the TLS context
 
 
+class MissingCredentials(RuntimeError):
+    """No AWS credentials anywhere botocore looks. Checked when the client is built: the official
+    client would otherwise fail inside a background task and leave the call waiting forever."""
+
+
 class BotocoreCredentialsResolver(IdentityResolver[AWSCredentialsIdentity, Any]):
     """Credentials from botocore's full provider chain (env, files, SSO, container, instance metadata)."""
 
@@ -77,6 +82,8 @@ async def bidirectional_client(
 ) -> AsyncSageMakerRuntimeHTTP2Client:
     """The client for `config`'s endpoint, region and CA; `credentials` pins static keys (tests,
     benchmarks), otherwise botocore's provider chain supplies them."""
+    if credentials is None and boto3.Session().get_credentials() is None:
+        raise MissingCredentials("no AWS credentials found (environment, config files, container or IMDS)")
     resolver = StaticCredentialsResolver(credentials) if credentials else BotocoreCredentialsResolver()
     client_config = await AsyncSageMakerRuntimeHTTP2Config.resolve(
         endpoint_uri=config.sagemaker_endpoint_uri,

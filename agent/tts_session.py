@@ -7,6 +7,7 @@ kind of chunk, split by one rule (`classify`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
@@ -22,6 +23,8 @@ from aws_sdk_sagemaker_runtime_http2.models import (
     RequestStreamEventPayloadPart,
     ResponseStreamEventPayloadPart,
 )
+
+OPEN_TIMEOUT_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -75,10 +78,21 @@ class TTSSession:
         self._input_closed = False
 
     @classmethod
-    async def open(cls, client: AsyncSageMakerRuntimeHTTP2Client, endpoint_name: str) -> TTSSession:
-        stream = await client.invoke_endpoint_with_bidirectional_stream(
-            InvokeEndpointWithBidirectionalStreamInput(endpoint_name=endpoint_name)
-        )
+    async def open(
+        cls, client: AsyncSageMakerRuntimeHTTP2Client, endpoint_name: str, timeout_s: float = OPEN_TIMEOUT_S
+    ) -> TTSSession:
+        """Start the stream. Bounded in time: when signing or connecting fails inside the official
+        client's background task, its call never returns on its own."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                stream = await client.invoke_endpoint_with_bidirectional_stream(
+                    InvokeEndpointWithBidirectionalStreamInput(endpoint_name=endpoint_name)
+                )
+        except TimeoutError:
+            raise TTSStreamError(
+                "SessionOpenTimeout",
+                f"could not open a session to endpoint {endpoint_name} within {timeout_s:g} s",
+            ) from None
         return cls(stream)
 
     async def __aenter__(self) -> TTSSession:

@@ -7,6 +7,7 @@ import pytest
 
 from agent.app import PayloadError, parse_turn
 from agent.config import AgentConfig
+from agent.sagemaker_client import CABundleError, MissingCredentials, bidirectional_client, check_ca_bundle
 from agent.tts_session import Audio, Control, classify
 
 CONFIG = AgentConfig()
@@ -70,3 +71,22 @@ def test_config_reads_the_emulator_variables(monkeypatch):
         AgentConfig.from_env().sagemaker_endpoint_uri
         == "https://runtime.sagemaker.eu-west-1.amazonaws.com:8443"
     )
+
+
+async def test_missing_credentials_fail_fast_with_a_typed_error(monkeypatch, tmp_path):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    with pytest.raises(MissingCredentials):
+        await bidirectional_client(AgentConfig())
+
+
+def test_an_unreadable_ca_bundle_is_rejected_up_front(tmp_path):
+    with pytest.raises(CABundleError, match="does not exist"):
+        check_ca_bundle(str(tmp_path / "missing.pem"))
+    bogus = tmp_path / "bogus.pem"
+    bogus.write_text("not a certificate")
+    with pytest.raises(CABundleError, match="not a PEM"):
+        check_ca_bundle(str(bogus))

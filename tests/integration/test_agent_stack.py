@@ -5,6 +5,7 @@ import base64
 import json
 import subprocess
 import sys
+import time
 
 import httpx
 import pytest
@@ -105,3 +106,26 @@ def test_demo_cli_compares_both_modes(stack):
         summary["batch"]["ttfa_ms"] / summary["bidi"]["ttfa_ms"], rel=0.01
     )
     assert summary["ratio"] > 1.5, "bidi must reach first audio well before batch"
+
+
+def _open_sessions(stack) -> int:
+    status = httpx.get(f"{stack.env['AWS_ENDPOINT_URL_SAGEMAKER']}/_emulator/status", timeout=5).json()
+    return sum(r["sessions"] for ep in status["endpoints"] for r in ep["replicas"])
+
+
+def test_a_client_that_goes_away_cancels_the_speech_it_no_longer_wants(stack):
+    """Barge-in: the browser drops the stream after the first audio; the agent cancels what is queued
+    and the container ends the session at once instead of computing the rest of the answer."""
+    parser = SSEParser()
+    with httpx.stream(
+        "POST", f"{stack.agent_url}/invocations", json={"prompt": "Hi", "mode": "bidi"}, timeout=60
+    ) as response:
+        for raw in response.iter_raw():
+            if any(e["type"] == "audio_chunk" for e in parser.feed(raw)):
+                break
+    deadline = time.monotonic() + 3.0  # the rest of the answer would take about 4 s to synthesize
+    while _open_sessions(stack) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _open_sessions(stack) == 0, (
+        "the abandoned session is still open: queued sentences were not cancelled"
+    )

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 from deploy import cli
 from deploy.naming import all_parts
-from deploy.orchestrate import deploy_parts, destroy_parts, status_of
 
 
 def parser() -> argparse.ArgumentParser:
@@ -43,14 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"synthesized {', '.join(stack for part in parts for stack in part.stacks)} into {assembly}"
             )
             return 0
-        aws = cli.clients(config)
-        if args.command == "aws":
-            statuses = deploy_parts(config, parts, aws, cli.toolkit(config), wait=not args.no_wait)
-            return 0 if all(status.ready for status in statuses) or args.no_wait else 1
-        if args.command == "destroy":
-            destroy_parts(config, parts, aws)
-            return 0
-        return cli.print_statuses(status_of(config, parts, aws))
+        return cli.act(args.command, config, parts, getattr(args, "no_wait", False))
 
     return cli.run(command)
 

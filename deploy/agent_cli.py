@@ -8,7 +8,6 @@ from collections.abc import Sequence
 
 from deploy import cli
 from deploy.naming import agent_part, speech_part
-from deploy.orchestrate import deploy_parts, destroy_parts, status_of
 
 
 def parser() -> argparse.ArgumentParser:
@@ -44,16 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def command() -> int:
         config = cli.config_from(args)
-        aws = cli.clients(config)
-        if args.command == "deploy":
-            statuses = deploy_parts(
-                config, [agent_part(config)], aws, cli.toolkit(config), wait=not args.no_wait
-            )
-            return 0 if all(status.ready for status in statuses) or args.no_wait else 1
-        if args.command == "destroy":
-            destroy_parts(config, [agent_part(config)], aws)
-            return 0
-        return cli.print_statuses(status_of(config, [agent_part(config), speech_part(config)], aws))
+        parts = [agent_part(config)]
+        status_parts = [agent_part(config), speech_part(config)]
+        return cli.act(args.command, config, parts, getattr(args, "no_wait", False), status_parts)
 
     return cli.run(command)
 

@@ -12,6 +12,8 @@ from deploy.aws import Aws
 from deploy.cdk_cli import CdkToolkit
 from deploy.config import DeployConfig
 from deploy.errors import DeployError
+from deploy.naming import Part
+from deploy.orchestrate import deploy_parts, destroy_parts, status_of
 from deploy.status import Status
 
 # Flags whose `dest` is a DeployConfig field; absent flags (None) leave the environment's value.
@@ -94,6 +96,24 @@ def print_statuses(statuses: Sequence[Status]) -> int:
     for status in statuses:
         print(status)
     return 0 if all(status.ready for status in statuses) else 1
+
+
+def act(
+    action: str,
+    config: DeployConfig,
+    parts: Sequence[Part],
+    no_wait: bool = False,
+    status_parts: Sequence[Part] | None = None,
+) -> int:
+    """deploy (in order, waiting unless `no_wait`), destroy (in reverse) or report the status of `parts`."""
+    aws = clients(config)
+    if action in {"aws", "deploy"}:
+        statuses = deploy_parts(config, parts, aws, toolkit(config), wait=not no_wait)
+        return 0 if no_wait or all(status.ready for status in statuses) else 1
+    if action == "destroy":
+        destroy_parts(config, parts, aws)
+        return 0
+    return print_statuses(status_of(config, status_parts or parts, aws))
 
 
 def run(command: Callable[[], int]) -> int:

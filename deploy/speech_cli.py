@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from deploy import cli
 from deploy.config import SPEECH_MODELS
 from deploy.naming import speech_part
-from deploy.orchestrate import deploy_parts, destroy_parts, status_of
 
 
 def parser() -> argparse.ArgumentParser:
@@ -36,15 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def command() -> int:
         config = cli.config_from(args, model=args.model)
-        parts = [speech_part(config)]
-        aws = cli.clients(config)
-        if args.command == "deploy":
-            statuses = deploy_parts(config, parts, aws, cli.toolkit(config), wait=not args.no_wait)
-            return 0 if all(status.ready for status in statuses) or args.no_wait else 1
-        if args.command == "destroy":
-            destroy_parts(config, parts, aws)
-            return 0
-        return cli.print_statuses(status_of(config, parts, aws))
+        return cli.act(args.command, config, [speech_part(config)], getattr(args, "no_wait", False))
 
     return cli.run(command)
 

@@ -23,13 +23,10 @@ import httpx
 
 from agent.demo import DEFAULT_PROMPT, compare, report
 from emulator.config import EmulatorConfig
-from emulator.manifest import load_manifest
+from emulator.manifest import DEFAULT_MANIFEST, load_manifest
 from emulator.processes import child, free_port
 from emulator.server import emulator_in_thread
 from tts.sse import SSEParser
-
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_MANIFEST = REPO / "compose" / "emulator.yaml"
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,8 @@ class RunResult:
     text: str
 
 
-def _local_chunks(url: str, payload: dict, session_id: str) -> Iterator[bytes]:
+def local_chunks(url: str, payload: dict, session_id: str) -> Iterator[bytes]:
+    """The raw SSE bytes of one turn of the agent at `url`, as they arrive."""
     headers = {"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": session_id}
     with httpx.stream(
         "POST",
@@ -78,7 +79,7 @@ def run_once(target: str, mode: str, prompt: str, voice: str | None, audio_forma
     chunks = (
         _runtime_chunks(target, payload, session_id)
         if target.startswith("arn:")
-        else _local_chunks(target, payload, session_id)
+        else local_chunks(target, payload, session_id)
     )
     parser = SSEParser()
     started = first_text = first_audio = ended = None

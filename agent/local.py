@@ -14,14 +14,13 @@ import contextlib
 import dataclasses
 import signal
 import sys
+import uuid
 import wave
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from agent.demo import DEFAULT_PROMPT, compare, report
+from agent.demo import DEFAULT_PROMPT, compare, local_chunks, report
 from emulator.config import EmulatorConfig
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest
 from emulator.processes import child, free_port
@@ -57,20 +56,15 @@ def local_stack(
 def speak_to_wav(agent_url: str, prompt: str, out: Path, mode: str = "bidi") -> tuple[str, float]:
     """One turn; the PCM audio is written to `out` as WAV. Returns the answer and its audio seconds."""
     parser, text, pcm = SSEParser(), "", bytearray()
-    with httpx.stream(
-        "POST",
-        f"{agent_url}/invocations",
-        json={"prompt": prompt, "mode": mode, "format": "pcm"},
-        timeout=120,
-    ) as response:
-        for raw in response.iter_raw():
-            for event in parser.feed(raw):
-                if event["type"] == "text_delta":
-                    text += event["text"]
-                elif event["type"] == "audio_chunk":
-                    pcm += base64.b64decode(event["data"])
-                elif event["type"] == "error":
-                    raise RuntimeError(f"{event['code']}: {event['message']}")
+    payload = {"prompt": prompt, "mode": mode, "format": "pcm"}
+    for raw in local_chunks(agent_url, payload, f"local-{uuid.uuid4()}"):
+        for event in parser.feed(raw):
+            if event["type"] == "text_delta":
+                text += event["text"]
+            elif event["type"] == "audio_chunk":
+                pcm += base64.b64decode(event["data"])
+            elif event["type"] == "error":
+                raise RuntimeError(f"{event['code']}: {event['message']}")
     out.parent.mkdir(parents=True, exist_ok=True)
     with wave.open(str(out), "wb") as wav:
         wav.setnchannels(1)

@@ -17,8 +17,11 @@ from agent.config import AgentConfig
 MAX_CONVERSATIONS = 256
 
 
-def build_agent(config: AgentConfig) -> Agent:
-    model = BedrockModel(model_id=config.bedrock_model_id, region_name=config.region, streaming=True)
+def build_model(config: AgentConfig) -> BedrockModel:
+    return BedrockModel(model_id=config.bedrock_model_id, region_name=config.region, streaming=True)
+
+
+def build_agent(config: AgentConfig, model: BedrockModel) -> Agent:
     return Agent(model=model, system_prompt=config.system_prompt, callback_handler=None)
 
 
@@ -32,17 +35,19 @@ async def text_deltas(agent: Agent, prompt: str) -> AsyncIterator[str]:
 
 class Conversations:
     """One Strands agent (and so one conversation history) per AgentCore session, least recently used
-    evicted first, so a long-running runtime does not grow without bound."""
+    evicted first, so a long-running runtime does not grow without bound. All of them share one
+    `BedrockModel` (one boto3 client), so a turn does not pay for building a client."""
 
     def __init__(self, config: AgentConfig, limit: int = MAX_CONVERSATIONS) -> None:
         self._config = config
+        self._model = build_model(config)
         self._limit = limit
         self._agents: OrderedDict[str, Agent] = OrderedDict()
 
     def for_session(self, session_id: str | None) -> Agent:
         if session_id is None:
-            return build_agent(self._config)
-        agent = self._agents.pop(session_id, None) or build_agent(self._config)
+            return build_agent(self._config, self._model)
+        agent = self._agents.pop(session_id, None) or build_agent(self._config, self._model)
         self._agents[session_id] = agent
         while len(self._agents) > self._limit:
             self._agents.popitem(last=False)

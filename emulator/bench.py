@@ -39,6 +39,8 @@ from smithy_aws_core.identity import AWSCredentialsIdentity
 
 from agent.config import AgentConfig
 from agent.sagemaker_client import bidirectional_client
+from emulator.cli import wait_ready
+from emulator.config import EmulatorConfig
 from emulator.processes import stop_group
 from emulator.stats import summarize
 
@@ -88,26 +90,17 @@ class EmulatorProcess:
             "EMULATOR_H2_PORT": "0",
             "EMULATOR_STOP_GRACE_S": "2",
         }
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "emulator", "up", "-f", str(manifest)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=(self.home / "emulator.log").open("wb"),
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the emulator exited; see {self.home / 'emulator.log'}")
-            try:
-                state = json.loads((self.home / "emulator.json").read_text())
-            except (OSError, ValueError):
-                state = {}
-            if state.get("ready"):
-                self.state = state
-                return self
-            time.sleep(0.1)
-        raise RuntimeError("the emulator was not ready within 120 s")
+        log_path = self.home / "emulator.log"
+        with log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "emulator", "up", "-f", str(manifest)],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+            )
+        self.state = wait_ready(EmulatorConfig(home=self.home), self.process, log_path, timeout_s=120)
+        return self
 
     def __exit__(self, *exc: object) -> None:
         if self.process is not None:

@@ -120,6 +120,12 @@ def classic_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
         host, port = route.replica.address or ("127.0.0.1", 0)
         return f"http://{host}:{port}/invocations"
 
+    def unreachable(route: Route, exc: httpx.HTTPError) -> AwsError:
+        """No answer from the container (refused, reset, timed out): SageMaker's 424 with status 0."""
+        if isinstance(exc, httpx.TimeoutException):
+            return model_error(config, route, 0, TIMED_OUT)
+        return model_error(config, route, 0, f"could not reach the container: {exc}")
+
     def response_headers(route: Route, upstream: httpx.Response) -> dict[str, str]:
         headers = {
             "x-Amzn-Invoked-Production-Variant": route.deployed.variant.name,
@@ -142,10 +148,8 @@ def classic_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
             upstream = await http.post(
                 url(route), content=body, headers=headers, timeout=config.invoke_timeout_s
             )
-        except httpx.TimeoutException:
-            return rest_json_error(model_error(config, route, 0, TIMED_OUT))
         except httpx.HTTPError as exc:
-            return rest_json_error(model_error(config, route, 0, f"could not reach the container: {exc}"))
+            return rest_json_error(unreachable(route, exc))
         finally:
             route.replica.sessions -= 1
         if not 200 <= upstream.status_code < 300:
@@ -177,15 +181,9 @@ def classic_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
                 text = (await upstream.aread()).decode(errors="replace")
                 await upstream.aclose()
                 raise model_error(config, route, upstream.status_code, text)
-        except httpx.TimeoutException:
+        except (httpx.HTTPError, AwsError) as exc:
             route.replica.sessions -= 1
-            return rest_json_error(model_error(config, route, 0, TIMED_OUT))
-        except httpx.HTTPError as exc:
-            route.replica.sessions -= 1
-            return rest_json_error(model_error(config, route, 0, f"could not reach the container: {exc}"))
-        except AwsError as err:
-            route.replica.sessions -= 1
-            return rest_json_error(err)
+            return rest_json_error(unreachable(route, exc) if isinstance(exc, httpx.HTTPError) else exc)
 
         rechunker = Rechunker(config.rechunk, config.rechunk_seed)
         delay = Delay(config.latency_out_ms, config.jitter_out_ms)

@@ -164,21 +164,27 @@ def _detach(config: EmulatorConfig, args: argparse.Namespace) -> int:
         child = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-    deadline = time.monotonic() + config.startup_timeout_s + 60
+    state = wait_ready(config, child, log_path, config.startup_timeout_s + 60)
+    print(f"# emulator ready (pid {child.pid}, log {log_path}); stop it with `python -m emulator down`")
+    print(export_lines(state["env"], bool(config.sigv4_keys)))
+    return 0
+
+
+def wait_ready(
+    config: EmulatorConfig, child: subprocess.Popen, log_path: Path, timeout_s: float
+) -> dict[str, Any]:
+    """Wait until the `up` process `child` records itself ready in its home; return that record."""
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if child.poll() is not None:
             tail = log_path.read_text(errors="replace").strip().splitlines()[-15:]
             raise CliError(f"the emulator exited with status {child.returncode}:\n" + "\n".join(tail))
         state = read_state(config)
         if state is not None and state.get("pid") == child.pid and state.get("ready"):
-            print(
-                f"# emulator ready (pid {child.pid}, log {log_path}); stop it with `python -m emulator down`"
-            )
-            print(export_lines(state["env"], bool(config.sigv4_keys)))
-            return 0
+            return state
         time.sleep(0.2)
     child.terminate()
-    raise CliError(f"the emulator was not ready after {config.startup_timeout_s + 60:g} s (log: {log_path})")
+    raise CliError(f"the emulator was not ready after {timeout_s:g} s (log: {log_path})")
 
 
 # down / env / status ------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import numpy as np
 import onnxruntime as ort
 
 from tts.assets import load_assets
-from tts.config import MAX_PHONEME_TOKENS, SAMPLE_RATE, TTSConfig
+from tts.config import MAX_PHONEME_TOKENS, TTSConfig
 from tts.g2p import Phonemizer, split_tokens
 
 log = logging.getLogger("tts.engine")
@@ -105,7 +105,3 @@ class KokoroEngine:
         started = time.perf_counter()
         self.speak(WARMUP_TEXT, voice)
         return time.perf_counter() - started
-
-
-def duration_seconds(samples: int) -> float:
-    return samples / SAMPLE_RATE

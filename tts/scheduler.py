@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Hashable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,7 +37,9 @@ class Job:
     request: Synthesize
     audio: asyncio.Queue[bytes | BaseException | None] = field(default_factory=asyncio.Queue)
     cancelled: bool = False
+    finished: bool = False
     segments: list[list[int]] | None = None
+    submitted_at: float = field(default_factory=time.perf_counter)
     run_options: ort.RunOptions = field(default_factory=ort.RunOptions)
 
 
@@ -75,8 +78,9 @@ class Scheduler:
         return job
 
     def cancel(self, job: Job) -> None:
-        """Drop the job's queued segments; terminate its forward pass if one is running."""
-        if job.cancelled:
+        """Drop the job's queued segments; terminate its forward pass if one is running. A job that
+        already finished or was cancelled is left alone, so callers may cancel unconditionally."""
+        if job.cancelled or job.finished:
             return
         job.cancelled = True
         job.run_options.terminate = True
@@ -134,6 +138,7 @@ class Scheduler:
         self._in_flight.discard(owner)
         queue = self._queues.get(owner)
         if finished and queue and queue[0] is job:
+            job.finished = True
             queue.popleft()
             if not job.cancelled:
                 job.audio.put_nowait(None)

@@ -86,7 +86,7 @@ async def _binary_body(runtime: Runtime, job: Job) -> AsyncIterator[bytes]:
         async for frame in audio_frames(job, runtime.config.frame_bytes, AudioStats()):
             yield frame
     finally:
-        _cancel_unfinished(runtime, job)
+        _release(runtime, job)
 
 
 async def _sse_events(runtime: Runtime, job: Job) -> AsyncIterator[bytes]:
@@ -124,10 +124,10 @@ async def _sse_events(runtime: Runtime, job: Job) -> AsyncIterator[bytes]:
             }
         )
     finally:
-        _cancel_unfinished(runtime, job)
+        _release(runtime, job)
 
 
-def _cancel_unfinished(runtime: Runtime, job: Job) -> None:
-    """The client went away mid-stream: free the engine for everyone else."""
-    if runtime.scheduler is not None and (job.segments is None or job.segments) and not job.cancelled:
+def _release(runtime: Runtime, job: Job) -> None:
+    """If the client went away mid-stream, free the engine for everyone else (no-op once finished)."""
+    if runtime.scheduler is not None:
         runtime.scheduler.cancel(job)

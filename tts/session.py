@@ -32,7 +32,6 @@ class Session:
         self._frame_bytes = frame_bytes
         self._outbox: asyncio.Queue[Job | None] = asyncio.Queue()
         self._jobs: dict[str, Job] = {}
-        self._submitted: dict[str, float] = {}
 
     async def run(self) -> None:
         sender = asyncio.create_task(self._send_loop())
@@ -82,14 +81,12 @@ class Session:
             )
         job = self._scheduler.submit(self, message)
         self._jobs[message.request_id] = job
-        self._submitted[message.request_id] = time.perf_counter()
         self._outbox.put_nowait(job)
 
     def _cancel(self, request_id: str | None) -> list[str]:
         targets = list(self._jobs) if request_id is None else [request_id] if request_id in self._jobs else []
         for rid in targets:
             self._scheduler.cancel(self._jobs.pop(rid))
-            self._submitted.pop(rid, None)
         return targets
 
     async def _send_loop(self) -> None:
@@ -97,7 +94,6 @@ class Session:
             if not job.cancelled:
                 await self._send_job(job)
             self._jobs.pop(job.request.request_id, None)
-            self._submitted.pop(job.request.request_id, None)
 
     async def _send_job(self, job: Job) -> None:
         request = job.request
@@ -124,7 +120,7 @@ class Session:
             return
         if job.cancelled:
             return
-        elapsed = time.perf_counter() - self._submitted.get(request.request_id, time.perf_counter())
+        elapsed = time.perf_counter() - job.submitted_at
         await self._ws.send_json(
             {
                 "type": "synthesis_complete",

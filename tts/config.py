@@ -31,6 +31,8 @@ class TTSConfig:
     threads: int = 0
     frame_ms: int = 100
     max_text_chars: int = 4000
+    max_body_bytes: int = 64 * 1024
+    send_ahead_ms: int = 0
     provider: str = "auto"
     workers: int = 1
     host: str = "127.0.0.1"
@@ -41,6 +43,10 @@ class TTSConfig:
             raise ValueError(f"TTS_FRAME_MS must be within 20-100 ms, got {self.frame_ms}")
         if self.provider not in {"auto", "cpu", "cuda"}:
             raise ValueError(f"TTS_PROVIDER must be auto, cpu or cuda, got {self.provider!r}")
+        if self.send_ahead_ms < 0:
+            raise ValueError(f"TTS_SEND_AHEAD_MS must be 0 (off) or more, got {self.send_ahead_ms}")
+        if self.max_body_bytes < 1024:
+            raise ValueError(f"TTS_MAX_BODY_BYTES must be at least 1024, got {self.max_body_bytes}")
         if self.workers < 1:
             raise ValueError("TTS_WORKERS must be at least 1")
 
@@ -63,6 +69,8 @@ class TTSConfig:
             threads=_env_int("TTS_THREADS", 0),
             frame_ms=_env_int("TTS_FRAME_MS", cls.frame_ms),
             max_text_chars=_env_int("TTS_MAX_TEXT_CHARS", cls.max_text_chars),
+            max_body_bytes=_env_int("TTS_MAX_BODY_BYTES", cls.max_body_bytes),
+            send_ahead_ms=_env_int("TTS_SEND_AHEAD_MS", cls.send_ahead_ms),
             provider=env.get("TTS_PROVIDER") or cls.provider,
             workers=_env_int("TTS_WORKERS", cls.workers),
             host=env.get("TTS_HOST") or cls.host,

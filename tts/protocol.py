@@ -2,11 +2,15 @@
 
 The same rules serve the WebSocket session (TEXT or BINARY frames carrying UTF-8 JSON) and
 `POST /invocations` (a JSON body), so a message is valid or invalid the same way on both paths.
+Whatever the bytes, `parse_message` and `parse_invocation` return a message or raise ProtocolError:
+huge integers, deep nesting, NaN, lone surrogates and control characters included. Every value a
+reply echoes (`request_id`, quoted field values) is valid Unicode and short.
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 import uuid
 from dataclasses import dataclass
 
@@ -14,6 +18,15 @@ from tts.encoders import FORMATS
 
 MIN_SPEED, MAX_SPEED = 0.5, 2.0
 TRANSPORTS = ("binary", "sse")
+WEBSOCKET_TRANSPORTS = ("binary",)
+MAX_REQUEST_ID_CHARS = 256
+# `POST /invocations` media types read as the JSON message. boto3 sends no Content-Type unless the
+# caller sets `ContentType`, and generic SageMaker serializers label raw bytes octet-stream or text/plain.
+JSON_MEDIA_TYPES = ("application/json", "application/octet-stream", "text/plain")
+# Unicode categories that can be spoken (letters, numbers, symbols, punctuation); a text without any
+# (only spaces, control, format or private-use characters) has nothing to speak.
+_SPEAKABLE = frozenset("LNSP")
+_SHOWN_CHARS = 40
 
 
 class ProtocolError(ValueError):
@@ -66,6 +79,16 @@ class Close:
 Message = Synthesize | Cancel | Close
 
 
+def _show(value: object) -> str:
+    """A client's value quoted in an error message: ASCII-safe (repr) and short."""
+    shown = repr(value)
+    return shown if len(shown) <= _SHOWN_CHARS else f"{shown[:_SHOWN_CHARS]}... ({len(shown)} chars)"
+
+
+def _reject_constant(name: str) -> float:
+    raise ProtocolError("invalid_json", f"message is not JSON: {name} is not a JSON number")
+
+
 def _decode(raw: str | bytes) -> dict[str, object]:
     if isinstance(raw, bytes):
         try:
@@ -73,12 +96,29 @@ def _decode(raw: str | bytes) -> dict[str, object]:
         except UnicodeDecodeError as exc:
             raise ProtocolError("invalid_utf8", f"message is not UTF-8 (byte {exc.start})") from None
     try:
-        obj = json.loads(raw)
+        obj = json.loads(raw, parse_constant=_reject_constant)
+    except ProtocolError:
+        raise
     except json.JSONDecodeError as exc:
         raise ProtocolError("invalid_json", f"message is not JSON: {exc.msg} at position {exc.pos}") from None
+    except RecursionError:
+        raise ProtocolError("invalid_json", "message is nested too deeply") from None
+    except ValueError:  # an integer beyond Python's digit limit (sys.get_int_max_str_digits)
+        raise ProtocolError("invalid_json", "message has a number with too many digits") from None
     if not isinstance(obj, dict):
         raise ProtocolError("not_an_object", f"message must be a JSON object, got {type(obj).__name__}")
     return obj
+
+
+def _valid_unicode(value: str, key: str, request_id: str | None) -> str:
+    """JSON escapes can smuggle lone surrogates (`\\ud800`) that no UTF-8 reply or G2P can carry."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ProtocolError(
+            "invalid_unicode", f"{key!r} has a lone surrogate at index {exc.start}", request_id
+        ) from None
+    return value
 
 
 def _optional_str(obj: dict[str, object], key: str, request_id: str | None) -> str | None:
@@ -90,40 +130,71 @@ def _optional_str(obj: dict[str, object], key: str, request_id: str | None) -> s
     return value
 
 
-def _synthesize(obj: dict[str, object], catalog: Catalog) -> Synthesize:
-    request_id = _optional_str(obj, "request_id", None) or uuid.uuid4().hex[:12]
+def _request_id(obj: dict[str, object]) -> str:
+    request_id = _optional_str(obj, "request_id", None)
+    if not request_id:
+        return uuid.uuid4().hex[:12]
+    if len(request_id) > MAX_REQUEST_ID_CHARS:
+        raise ProtocolError(
+            "invalid_field",
+            f"'request_id' has {len(request_id)} characters; the limit is {MAX_REQUEST_ID_CHARS}",
+        )
+    return _valid_unicode(request_id, "request_id", None)
+
+
+def _speakable_text(text: str, request_id: str) -> str:
+    """Control characters read as spaces (espeak-ng stops at a NUL); some character must be speakable."""
+    if not text.strip():
+        raise ProtocolError("empty_text", "'text' is empty", request_id)
+    _valid_unicode(text, "text", request_id)
+    text = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text)
+    if not any(unicodedata.category(ch)[0] in _SPEAKABLE for ch in text):
+        raise ProtocolError(
+            "nothing_to_speak", "'text' has no letters, digits, symbols or punctuation", request_id
+        )
+    return text
+
+
+def _synthesize(obj: dict[str, object], catalog: Catalog, transports: tuple[str, ...]) -> Synthesize:
+    request_id = _request_id(obj)
     if "text" not in obj or obj["text"] is None:
         raise ProtocolError("missing_text", "message has no 'text'", request_id)
     text = obj["text"]
     if not isinstance(text, str):
         raise ProtocolError("invalid_field", "'text' must be a string", request_id)
-    if not text.strip():
-        raise ProtocolError("empty_text", "'text' is empty", request_id)
     if len(text) > catalog.max_text_chars:
         raise ProtocolError(
             "text_too_long",
             f"'text' has {len(text)} characters; the limit is {catalog.max_text_chars}",
             request_id,
         )
+    text = _speakable_text(text, request_id)
     voice = _optional_str(obj, "voice", request_id) or catalog.default_voice
     if voice not in catalog.voices:
         known = ", ".join(sorted(catalog.voices))
-        raise ProtocolError("unknown_voice", f"unknown voice {voice!r}; available: {known}", request_id)
+        raise ProtocolError("unknown_voice", f"unknown voice {_show(voice)}; available: {known}", request_id)
     speed = obj.get("speed", 1.0)
     if isinstance(speed, bool) or not isinstance(speed, int | float):
         raise ProtocolError("invalid_speed", "'speed' must be a number", request_id)
     if not MIN_SPEED <= speed <= MAX_SPEED:
         raise ProtocolError(
-            "invalid_speed", f"'speed' must be within {MIN_SPEED}-{MAX_SPEED}, got {speed}", request_id
+            "invalid_speed", f"'speed' must be within {MIN_SPEED}-{MAX_SPEED}, got {_show(speed)}", request_id
         )
     fmt = _optional_str(obj, "format", request_id) or "pcm"
     if fmt not in FORMATS:
         raise ProtocolError(
-            "unknown_format", f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}", request_id
+            "unknown_format", f"unknown format {_show(fmt)}; expected one of {', '.join(FORMATS)}", request_id
         )
     lang = _optional_str(obj, "lang", request_id) or catalog.default_lang
     if lang not in catalog.languages:
-        raise ProtocolError("unknown_language", f"unknown language {lang!r}", request_id)
+        raise ProtocolError("unknown_language", f"unknown language {_show(lang)}", request_id)
+    transport = obj.get("transport", transports[0])
+    if transport not in transports:
+        raise ProtocolError(
+            "invalid_transport",
+            f"unknown transport {_show(transport)}; expected {' or '.join(transports)}",
+            request_id,
+        )
     return Synthesize(
         text=text, voice=voice, speed=float(speed), format=fmt, lang=lang, request_id=request_id
     )
@@ -134,25 +205,32 @@ def parse_message(raw: str | bytes, catalog: Catalog) -> Message:
     obj = _decode(raw)
     kind = obj.get("type", "synthesize")
     if kind == "synthesize":
-        return _synthesize(obj, catalog)
+        return _synthesize(obj, catalog, WEBSOCKET_TRANSPORTS)
     if kind == "cancel":
-        return Cancel(_optional_str(obj, "request_id", None))
+        request_id = _optional_str(obj, "request_id", None)
+        return Cancel(None if request_id is None else _valid_unicode(request_id, "request_id", None))
     if kind == "close":
         return Close()
     raise ProtocolError(
-        "unknown_type", f"unknown message type {kind!r}; expected synthesize, cancel or close"
+        "unknown_type", f"unknown message type {_show(kind)}; expected synthesize, cancel or close"
     )
+
+
+def check_media_type(content_type: str | None) -> None:
+    """`POST /invocations` reads JSON: absent or one of JSON_MEDIA_TYPES (parameters such as charset
+    ignored), else `unsupported_media_type`."""
+    if content_type is None:
+        return
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type not in JSON_MEDIA_TYPES:
+        raise ProtocolError(
+            "unsupported_media_type",
+            f"Content-Type {_show(media_type)} is not accepted; send application/json",
+        )
 
 
 def parse_invocation(body: bytes, catalog: Catalog) -> tuple[Synthesize, str]:
     """A `POST /invocations` body -> the request and its transport (`binary` or `sse`)."""
     obj = _decode(body)
-    request = _synthesize(obj, catalog)
-    transport = obj.get("transport", "binary")
-    if transport not in TRANSPORTS:
-        raise ProtocolError(
-            "invalid_transport",
-            f"unknown transport {transport!r}; expected binary or sse",
-            request.request_id,
-        )
-    return request, str(transport)
+    request = _synthesize(obj, catalog, TRANSPORTS)
+    return request, str(obj.get("transport", TRANSPORTS[0]))

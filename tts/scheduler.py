@@ -78,11 +78,14 @@ class Scheduler:
         return job
 
     def cancel(self, job: Job) -> None:
-        """Drop the job's queued segments; terminate its forward pass if one is running. A job that
-        already finished or was cancelled is left alone, so callers may cancel unconditionally."""
-        if job.cancelled or job.finished:
+        """Drop the job's queued segments; terminate its forward pass if one is running. A job whose
+        audio is all computed is only marked, so that its sender drops the frames it has not sent yet.
+        Cancelling twice is a no-op, so callers may cancel unconditionally."""
+        if job.cancelled:
             return
         job.cancelled = True
+        if job.finished:
+            return
         job.run_options.terminate = True
         queue = self._queues.get(job.owner)
         if queue is not None and job in queue and not (job is queue[0] and job.owner in self._in_flight):

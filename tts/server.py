@@ -2,6 +2,11 @@
 
 The routes only glue the parts together: the protocol parses, the scheduler computes, the streaming
 module frames and encodes, the session runs a WebSocket conversation.
+
+`POST /invocations` answers every bad request with typed JSON before any audio: 415 for a media type
+other than JSON, 413 for a body over `TTS_MAX_BODY_BYTES` (read as a stream, refused as soon as it is
+over), 400 for a bad message, including a text that turns out to have nothing to speak (the response
+starts only once the first audio frame exists).
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator
 
@@ -20,7 +26,7 @@ from starlette.websockets import WebSocket
 
 from tts.config import SAMPLE_RATE, TTSConfig
 from tts.encoders import CONTENT_TYPES
-from tts.protocol import ProtocolError, parse_invocation
+from tts.protocol import ProtocolError, check_media_type, parse_invocation
 from tts.runtime import Runtime
 from tts.scheduler import Job
 from tts.session import Session
@@ -29,10 +35,39 @@ from tts.streaming import AudioStats, SynthesisFailed, audio_frames
 
 log = logging.getLogger("tts.server")
 
+# HTTP status of each error code on `POST /invocations`; every other code is a 400.
+HTTP_STATUS = {
+    "body_too_large": 413,
+    "unsupported_media_type": 415,
+    "synthesis_failed": 500,
+    "not_ready": 503,
+}
 
-def _not_ready(runtime: Runtime) -> JSONResponse:
-    reason = runtime.load_error or "model is loading"
-    return JSONResponse({"type": "error", "code": "not_ready", "message": reason}, status_code=503)
+
+def _error(error: ProtocolError) -> Response:
+    """Typed JSON, non-ASCII escaped so that no client value can make the reply unencodable."""
+    return Response(
+        json.dumps(error.to_json()),
+        status_code=HTTP_STATUS.get(error.code, 400),
+        media_type="application/json",
+    )
+
+
+def _not_ready(runtime: Runtime) -> Response:
+    return _error(ProtocolError("not_ready", runtime.load_error or "model is loading"))
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, read chunk by chunk and refused as soon as it is over `limit` bytes."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
+        raise ProtocolError("body_too_large", f"the body has {declared} bytes; the limit is {limit}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise ProtocolError("body_too_large", f"the body is over the limit of {limit} bytes")
+    return bytes(body)
 
 
 def create_app(config: TTSConfig) -> Starlette:
@@ -54,20 +89,37 @@ def create_app(config: TTSConfig) -> Starlette:
         if not runtime.ready.is_set() or runtime.scheduler is None or runtime.catalog is None:
             return _not_ready(runtime)
         try:
-            synth, transport = parse_invocation(await request.body(), runtime.catalog)
+            check_media_type(request.headers.get("content-type"))
+            body = await _read_body(request, config.max_body_bytes)
+            synth, transport = parse_invocation(body, runtime.catalog)
         except ProtocolError as error:
-            return JSONResponse(error.to_json(), status_code=400)
+            return _error(error)
         job = runtime.scheduler.submit(object(), synth)
+        stats = AudioStats()
+        frames = audio_frames(job, config.frame_bytes, stats)
+        try:
+            first = await anext(frames, None)
+        except SynthesisFailed as exc:
+            return _error(ProtocolError(exc.code, str(exc), synth.request_id))
+        except BaseException:
+            _release(runtime, job)
+            raise
         if transport == "sse":
-            return StreamingResponse(_sse_events(runtime, job), media_type="text/event-stream")
-        return StreamingResponse(_binary_body(runtime, job), media_type=CONTENT_TYPES[synth.format])
+            return StreamingResponse(
+                _sse_events(runtime, job, first, frames, stats), media_type="text/event-stream"
+            )
+        return StreamingResponse(
+            _binary_body(runtime, job, first, frames), media_type=CONTENT_TYPES[synth.format]
+        )
 
     async def bidirectional(websocket: WebSocket) -> None:
         if not runtime.ready.is_set() or runtime.scheduler is None or runtime.catalog is None:
             await websocket.close(code=1013, reason="model is loading")
             return
         await websocket.accept()
-        await Session(websocket, runtime.scheduler, runtime.catalog, config.frame_bytes).run()
+        await Session(
+            websocket, runtime.scheduler, runtime.catalog, config.frame_bytes, config.send_ahead_ms / 1000
+        ).run()
 
     app = Starlette(
         routes=[
@@ -81,17 +133,22 @@ def create_app(config: TTSConfig) -> Starlette:
     return app
 
 
-async def _binary_body(runtime: Runtime, job: Job) -> AsyncIterator[bytes]:
+async def _binary_body(
+    runtime: Runtime, job: Job, first: bytes | None, frames: AsyncIterator[bytes]
+) -> AsyncIterator[bytes]:
     try:
-        async for frame in audio_frames(job, runtime.config.frame_bytes, AudioStats()):
+        if first is not None:
+            yield first
+        async for frame in frames:
             yield frame
     finally:
         _release(runtime, job)
 
 
-async def _sse_events(runtime: Runtime, job: Job) -> AsyncIterator[bytes]:
+async def _sse_events(
+    runtime: Runtime, job: Job, first: bytes | None, frames: AsyncIterator[bytes], stats: AudioStats
+) -> AsyncIterator[bytes]:
     request = job.request
-    stats = AudioStats()
     try:
         yield encode_event(
             {
@@ -103,17 +160,16 @@ async def _sse_events(runtime: Runtime, job: Job) -> AsyncIterator[bytes]:
                 "channels": 1,
             }
         )
+        seq = 0
         try:
-            async for frame in audio_frames(job, runtime.config.frame_bytes, stats):
-                yield encode_event(
-                    {
-                        "type": "audio_chunk",
-                        "seq": stats.frames - 1,
-                        "data": base64.b64encode(frame).decode(),
-                    }
-                )
+            if first is not None:
+                yield _audio_chunk(seq, first)
+                seq += 1
+            async for frame in frames:
+                yield _audio_chunk(seq, frame)
+                seq += 1
         except SynthesisFailed as exc:
-            yield encode_event(ProtocolError("synthesis_failed", str(exc), request.request_id).to_json())
+            yield encode_event(ProtocolError(exc.code, str(exc), request.request_id).to_json())
             return
         yield encode_event(
             {
@@ -125,6 +181,10 @@ async def _sse_events(runtime: Runtime, job: Job) -> AsyncIterator[bytes]:
         )
     finally:
         _release(runtime, job)
+
+
+def _audio_chunk(seq: int, frame: bytes) -> bytes:
+    return encode_event({"type": "audio_chunk", "seq": seq, "data": base64.b64encode(frame).decode()})
 
 
 def _release(runtime: Runtime, job: Job) -> None:

@@ -5,16 +5,25 @@ unless the client says UTF8), queues synthesize messages on the scheduler at onc
 cancel/close; the sender writes each request's `synthesis_start`, audio frames and
 `synthesis_complete` in message order. Bad input is answered with an `error` frame and the session
 goes on; only `close` or a disconnect ends it.
+
+Barge-in: the sender checks for a cancel before every audio frame and yields to the receiver after
+each one, so a cancel stops the audio of every request it names at the next frame, computed or not.
+Audio the socket already took cannot be recalled, so with `send_ahead_s` the sender keeps at most
+that much unplayed audio ahead of the listener (real-time pacing): a barge-in then stops what the
+client hears within that lead, whatever the network buffers hold.
+Replies are JSON with non-ASCII escaped, so no reply can fail to encode.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from tts.config import SAMPLE_RATE
 from tts.protocol import Cancel, Catalog, Close, ProtocolError, Synthesize, parse_message
 from tts.scheduler import Job, Scheduler
 from tts.streaming import AudioStats, SynthesisFailed, audio_frames
@@ -24,12 +33,20 @@ log = logging.getLogger("tts.session")
 
 class Session:
     def __init__(
-        self, websocket: WebSocket, scheduler: Scheduler, catalog: Catalog, frame_bytes: int
+        self,
+        websocket: WebSocket,
+        scheduler: Scheduler,
+        catalog: Catalog,
+        frame_bytes: int,
+        send_ahead_s: float = 0.0,
     ) -> None:
         self._ws = websocket
         self._scheduler = scheduler
         self._catalog = catalog
         self._frame_bytes = frame_bytes
+        self._frame_s = frame_bytes / 2 / SAMPLE_RATE
+        self._send_ahead_s = send_ahead_s
+        self._played_until = 0.0  # loop time at which the client has played every frame sent so far
         self._outbox: asyncio.Queue[Job | None] = asyncio.Queue()
         self._jobs: dict[str, Job] = {}
 
@@ -66,11 +83,22 @@ class Session:
                     self._submit(message)
                 elif isinstance(message, Cancel):
                     cancelled = self._cancel(message.request_id)
-                    await self._ws.send_json({"type": "cancelled", "request_ids": cancelled})
+                    await self._send_json({"type": "cancelled", "request_ids": cancelled})
                 elif isinstance(message, Close):
                     return True
             except ProtocolError as error:
-                await self._ws.send_json(error.to_json())
+                await self._send_json(error.to_json())
+
+    async def _pace(self) -> None:
+        """Before each audio frame: wait while more than `send_ahead_s` of sent audio is unplayed, and in
+        any case yield once, so that the receiver can act on a cancel before the frame goes out."""
+        loop = asyncio.get_running_loop()
+        ahead = self._played_until - loop.time()
+        await asyncio.sleep(max(0.0, ahead - self._send_ahead_s) if self._send_ahead_s else 0)
+        self._played_until = max(self._played_until, loop.time()) + self._frame_s
+
+    async def _send_json(self, message: dict[str, object]) -> None:
+        await self._ws.send_text(json.dumps(message, separators=(",", ":")))
 
     def _submit(self, message: Synthesize) -> None:
         if message.request_id in self._jobs:
@@ -92,12 +120,25 @@ class Session:
     async def _send_loop(self) -> None:
         while (job := await self._outbox.get()) is not None:
             if not job.cancelled:
-                await self._send_job(job)
+                try:
+                    await self._send_job(job)
+                except WebSocketDisconnect:
+                    raise
+                except Exception as exc:  # an encoder or engine fault costs this request, not the session
+                    log.exception("sending request %s failed", job.request.request_id)
+                    self._scheduler.cancel(job)
+                    await self._send_json(
+                        ProtocolError(
+                            "synthesis_failed",
+                            f"synthesis failed: {type(exc).__name__}",
+                            job.request.request_id,
+                        ).to_json()
+                    )
             self._jobs.pop(job.request.request_id, None)
 
     async def _send_job(self, job: Job) -> None:
         request = job.request
-        await self._ws.send_json(
+        await self._send_json(
             {
                 "type": "synthesis_start",
                 "request_id": request.request_id,
@@ -110,18 +151,17 @@ class Session:
         stats = AudioStats()
         try:
             async for frame in audio_frames(job, self._frame_bytes, stats):
+                await self._pace()
                 if job.cancelled:
                     return
                 await self._ws.send_bytes(frame)
         except SynthesisFailed as exc:
-            await self._ws.send_json(
-                ProtocolError("synthesis_failed", f"synthesis failed: {exc}", request.request_id).to_json()
-            )
+            await self._send_json(ProtocolError(exc.code, str(exc), request.request_id).to_json())
             return
         if job.cancelled:
             return
         elapsed = time.perf_counter() - job.submitted_at
-        await self._ws.send_json(
+        await self._send_json(
             {
                 "type": "synthesis_complete",
                 "request_id": request.request_id,

@@ -17,7 +17,7 @@ def encode_event(event: dict[str, Any]) -> bytes:
 
 
 class SSEError(ValueError):
-    """A complete SSE frame whose data is not a JSON object."""
+    """A complete SSE frame whose data is not a JSON object (not UTF-8, not JSON, too deep, too big)."""
 
 
 class SSEParser:
@@ -41,9 +41,15 @@ class SSEParser:
         if not data:
             return None  # comments (": keep-alive") and frames without data carry no event
         try:
-            event = json.loads(b"\n".join(data))
+            event = json.loads(b"\n".join(data).decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise SSEError(f"SSE data is not UTF-8 (byte {exc.start})") from None
         except json.JSONDecodeError as exc:
             raise SSEError(f"SSE data is not JSON: {exc.msg}") from None
+        except RecursionError:
+            raise SSEError("SSE data is not JSON: nested too deeply") from None
+        except ValueError:  # an integer beyond Python's digit limit
+            raise SSEError("SSE data is not JSON: a number has too many digits") from None
         if not isinstance(event, dict):
             raise SSEError("SSE data is not a JSON object")
         return event

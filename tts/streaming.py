@@ -14,6 +14,14 @@ from tts.scheduler import Job
 class SynthesisFailed(RuntimeError):
     """The engine raised while computing a segment of this job."""
 
+    code = "synthesis_failed"
+
+
+class NothingToSpeak(SynthesisFailed):
+    """G2P found nothing to say in the text (e.g. only a dash): an error, never a 0-byte success."""
+
+    code = "nothing_to_speak"
+
 
 @dataclass
 class AudioStats:
@@ -37,7 +45,7 @@ async def audio_frames(job: Job, frame_bytes: int, stats: AudioStats) -> AsyncIt
         if item is None:
             break
         if isinstance(item, BaseException):
-            raise SynthesisFailed(str(item) or type(item).__name__) from item
+            raise SynthesisFailed(f"synthesis failed: {str(item) or type(item).__name__}") from item
         stats.segments += 1
         stats.samples += len(item) // 2
         for start in range(0, len(item), frame_bytes):
@@ -46,6 +54,8 @@ async def audio_frames(job: Job, frame_bytes: int, stats: AudioStats) -> AsyncIt
                 stats.audio_bytes += len(data)
                 stats.frames += 1
                 yield data
+    if stats.samples == 0:
+        raise NothingToSpeak(f"nothing to speak in the text: {job.request.text[:40]!r}")
     tail = encoder.flush()
     if tail:
         stats.audio_bytes += len(tail)

@@ -2,7 +2,16 @@ import json
 
 import pytest
 
-from tts.protocol import Cancel, Catalog, Close, ProtocolError, Synthesize, parse_invocation, parse_message
+from tts.protocol import (
+    Cancel,
+    Catalog,
+    Close,
+    ProtocolError,
+    Synthesize,
+    check_media_type,
+    parse_invocation,
+    parse_message,
+)
 
 CATALOG = Catalog(
     voices=frozenset({"jm_kumo", "jf_nezumi"}),
@@ -67,6 +76,19 @@ def test_cancel_and_close():
         ('{"text": "Hi.", "speed": true}', "invalid_speed"),
         ('{"text": "Hi.", "format": "flac"}', "unknown_format"),
         ('{"text": "Hi.", "lang": "xx-yy"}', "unknown_language"),
+        ('{"text": "Hi.", "request_id": "\\ud800"}', "invalid_unicode"),
+        ('{"text": "", "request_id": "\\ud800"}', "invalid_unicode"),
+        ('{"text": "Hi \\udfff there."}', "invalid_unicode"),
+        ('{"type": "cancel", "request_id": "\\ud800"}', "invalid_unicode"),
+        (json.dumps({"text": "Hi.", "request_id": "r" * 300}), "invalid_field"),
+        ('{"text": "\\u0000"}', "nothing_to_speak"),
+        ('{"text": "\\u0000\\u0007\\u200b\\ufeff"}', "nothing_to_speak"),
+        ('{"text": "Hi.", "speed": ' + "9" * 5000 + "}", "invalid_json"),
+        ('{"text": "Hi.", "speed": NaN}', "invalid_json"),
+        ('{"text": "Hi.", "speed": -Infinity}', "invalid_json"),
+        ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "invalid_json"),
+        ('{"text": "Hi.", "transport": "carrier-pigeon"}', "invalid_transport"),
+        ('{"text": "Hi.", "transport": "sse"}', "invalid_transport"),
     ],
 )
 def test_bad_input_is_a_typed_error(raw, code):
@@ -76,6 +98,51 @@ def test_bad_input_is_a_typed_error(raw, code):
     assert error.code == code
     assert error.to_json()["type"] == "error"
     assert error.message and "KeyError" not in error.message
+
+
+def test_error_replies_never_carry_a_client_value_that_cannot_be_encoded():
+    """A reply quotes what the client sent: it must be short and encodable as UTF-8 whatever came in."""
+    for raw in ['{"type": "\\ud800' + "x" * 10_000 + '"}', '{"text": "Hi.", "voice": "\\udc00"}']:
+        with pytest.raises(ProtocolError) as caught:
+            parse_message(raw, CATALOG)
+        reply = json.dumps(caught.value.to_json(), ensure_ascii=False)
+        reply.encode("utf-8")
+        assert len(reply) < 300
+
+
+def test_control_characters_read_as_spaces():
+    """espeak-ng stops at a NUL: "Hi\\u0000there." would lose "there"."""
+    message = parse_message('{"text": "Hi\\u0000there."}', CATALOG)
+    assert isinstance(message, Synthesize) and message.text == "Hi there."
+
+
+def test_websocket_accepts_the_binary_transport_it_uses():
+    assert isinstance(parse_message('{"text": "Hi.", "transport": "binary"}', CATALOG), Synthesize)
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        None,
+        "application/json",
+        "application/json; charset=utf-8",
+        "APPLICATION/JSON",
+        "application/octet-stream",
+        "text/plain",
+    ],
+)
+def test_accepted_media_types(content_type):
+    check_media_type(content_type)
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "audio/wav", "text/csv", ""],
+)
+def test_other_media_types_are_unsupported(content_type):
+    with pytest.raises(ProtocolError) as caught:
+        check_media_type(content_type)
+    assert caught.value.code == "unsupported_media_type"
 
 
 def test_errors_carry_the_request_id_when_one_was_given():

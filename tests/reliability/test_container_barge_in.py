@@ -1,0 +1,71 @@
+"""Barge-in on the real container: a cancel stops audio that is already computed and being sent.
+
+The container paces its frames here (`TTS_SEND_AHEAD_MS`), so a whole segment's audio is computed
+long before it is all sent: cancelling right after the first frame of a request catches it in the
+middle of sending. Every read is bounded (tests/support/tts_session.py).
+"""
+
+import json
+import sys
+
+import pytest
+
+from emulator.processes import child, free_port
+from tests.conftest import Server
+from tests.support.paths import REPO
+from tests.support.tts_session import Transcript, close_and_drain, connect, is_control, read_until
+
+pytestmark = [pytest.mark.reliability, pytest.mark.integration]
+
+SEND_AHEAD_MS = 500
+LONG = "A long sentence that takes a while to speak. Another one follows it, just as long."
+
+
+@pytest.fixture(scope="module")
+def paced_server():
+    port = free_port()
+    argv = [sys.executable, "-m", "tts", "serve", "--port", str(port), "--log-level", "warning"]
+    env = {"TTS_SEND_AHEAD_MS": str(SEND_AHEAD_MS)}
+    with child(argv, env=env, ready_url=f"http://127.0.0.1:{port}/ping", timeout_s=180, cwd=REPO):
+        yield Server("127.0.0.1", port)
+
+
+def is_audio(frame) -> bool:
+    return isinstance(frame, bytes)
+
+
+async def test_cancel_all_stops_the_request_being_sent_and_lists_every_request(paced_server):
+    async with connect(paced_server.ws) as ws:
+        await ws.send(json.dumps({"text": LONG, "request_id": "a"}))
+        await ws.send(json.dumps({"text": "Queued behind it.", "request_id": "b"}))
+        transcript = await read_until(ws, Transcript(), is_audio)
+        await ws.send(json.dumps({"type": "cancel"}))
+        await read_until(ws, transcript, is_control("cancelled"))
+        await ws.send(json.dumps({"text": "After the barge-in.", "request_id": "next"}))
+        await close_and_drain(ws, transcript)
+    (cancelled,) = transcript.controls("cancelled")
+    print(f"\nbarge-in: {transcript.audio()} bytes per request; {cancelled}")
+    assert cancelled["request_ids"] == ["a", "b"]
+    assert transcript.audio_after(cancelled) == [], "no frame of a cancelled request after `cancelled`"
+    completed = [c["request_id"] for c in transcript.controls("synthesis_complete")]
+    assert completed == ["next"], "a cancelled request never completes"
+    assert transcript.closed
+
+
+async def test_cancel_by_id_in_the_middle_of_sending(paced_server):
+    """`a` is computed and being sent when it is cancelled; `b` (the same text) then plays whole."""
+    async with connect(paced_server.ws) as ws:
+        await ws.send(json.dumps({"text": LONG, "request_id": "a"}))
+        await ws.send(json.dumps({"text": LONG, "request_id": "b"}))
+        transcript = await read_until(ws, Transcript(), is_audio)
+        await ws.send(json.dumps({"type": "cancel", "request_id": "a"}))
+        await read_until(ws, transcript, is_control("synthesis_complete", "b"))
+        await close_and_drain(ws, transcript)
+    (cancelled,) = transcript.controls("cancelled")
+    audio = transcript.audio()
+    (complete,) = transcript.controls("synthesis_complete")
+    print(f"\ncancel a mid-send: received {audio}; b complete: {complete}")
+    assert cancelled["request_ids"] == ["a"]
+    assert complete["request_id"] == "b" and audio["b"] == complete["audio_bytes"]
+    assert transcript.audio_after(cancelled) == []
+    assert audio["a"] < complete["audio_bytes"] / 2, "most of `a` (same length as `b`) must never be sent"

@@ -2,6 +2,7 @@
 
 import asyncio
 import base64
+import contextlib
 import io
 import json
 
@@ -10,6 +11,7 @@ import httpx
 import pytest
 import websockets
 
+from tests.support.tts_session import Transcript, close_and_drain, is_control, read_until
 from tts.sse import SSEParser
 
 pytestmark = pytest.mark.integration
@@ -58,7 +60,7 @@ async def test_two_sentences_on_one_session(tts_server, binary):
             assert complete["duration_s"] > 1.0
         await ws.send(json.dumps({"type": "close"}))
         with pytest.raises(websockets.ConnectionClosedOK):
-            await ws.recv()
+            await asyncio.wait_for(ws.recv(), 60)
         assert ws.close_code == 1000
 
 
@@ -134,14 +136,17 @@ async def test_cancel_drops_queued_and_in_flight_audio(tts_server):
 
 
 async def test_cancel_one_request_by_id(tts_server):
+    """Read on until the session ends: the cancelled request's audio must never arrive, not just not yet."""
     async with connect(tts_server) as ws:
         await ws.send(json.dumps({"text": "Keep this one.", "request_id": "keep"}))
         await ws.send(json.dumps({"text": "Drop this one.", "request_id": "drop"}))
         await ws.send(json.dumps({"type": "cancel", "request_id": "drop"}))
-        controls, audio = await collect(ws, until=2)
-        kinds = [(c["type"], c.get("request_id") or c.get("request_ids")) for c in controls]
-        assert ("cancelled", ["drop"]) in kinds and ("synthesis_complete", "keep") in kinds
-        assert set(audio) == {"keep"}
+        await ws.send(json.dumps({"text": "And this one too.", "request_id": "after"}))
+        transcript = await close_and_drain(ws, Transcript())
+    assert [c["request_ids"] for c in transcript.controls("cancelled")] == [["drop"]]
+    assert [c["request_id"] for c in transcript.controls("synthesis_complete")] == ["keep", "after"]
+    assert set(transcript.audio()) == {"keep", "after"}
+    assert transcript.closed
 
 
 async def test_sessions_progress_concurrently(tts_server):
@@ -165,6 +170,33 @@ async def test_sessions_progress_concurrently(tts_server):
         await asyncio.gather(watch(busy, "busy", 4), watch(other, "other", 1))
         finished = {rid: t for _, rid, t in order}
         assert finished["o"] < finished["b3"]
+
+
+async def test_a_long_job_does_not_hold_back_another_session(tts_server):
+    """Turns are taken per segment, not per job: a short message in a second session gets its audio
+    before the first session's two-segment message ends."""
+    long_text = " ".join(["This sentence keeps the model busy for quite a while, on purpose."] * 8)
+    async with connect(tts_server) as busy, connect(tts_server) as other:
+        await busy.send(json.dumps({"text": long_text, "speed": 2.0, "request_id": "long"}))
+        busy_transcript = await read_until(busy, Transcript(), is_control("synthesis_start"))
+        await other.send(json.dumps({"text": "Short.", "request_id": "short"}))
+        first_audio = {}
+
+        async def watch(ws, transcript, rid):
+            def done(frame):
+                if isinstance(frame, bytes):
+                    first_audio.setdefault(rid, asyncio.get_running_loop().time())
+                return is_control("synthesis_complete", rid)(frame)
+
+            await read_until(ws, transcript, done)
+            return asyncio.get_running_loop().time()
+
+        long_end, short_end = await asyncio.gather(
+            watch(busy, busy_transcript, "long"), watch(other, Transcript(), "short")
+        )
+    (complete,) = busy_transcript.controls("synthesis_complete")
+    assert complete["segments"] >= 2, "the long message must span several segments"
+    assert first_audio["short"] < long_end and short_end < long_end
 
 
 @pytest.mark.parametrize(
@@ -233,3 +265,29 @@ async def test_invocations_bad_input_is_http_400_json(tts_server, body, code):
         assert response.status_code == 400
         assert response.json()["code"] == code
         assert (await client.get(f"{tts_server.http}/ping")).status_code == 200
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+async def test_invocations_refuse_a_huge_body_before_reading_it(tts_server, chunked):
+    """A body announced (or streaming) far over the limit gets 413 while most of it was never sent."""
+    reader, writer = await asyncio.open_connection(tts_server.host, tts_server.port)
+    framing = b"Transfer-Encoding: chunked" if chunked else b"Content-Length: 100000000"
+    writer.write(b"POST /invocations HTTP/1.1\r\nHost: tts\r\nContent-Type: application/json\r\n" + framing)
+    writer.write(b"\r\n\r\n")
+    part = b" " * 10_000
+
+    async def send_slowly():
+        with contextlib.suppress(ConnectionError):
+            for _ in range(10_000):  # 100 MB if the server read it all
+                writer.write(b"%x\r\n%s\r\n" % (len(part), part) if chunked else part)
+                await writer.drain()
+                await asyncio.sleep(0.001)
+
+    sender = asyncio.create_task(send_slowly())
+    try:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+        assert head.startswith(b"HTTP/1.1 413 ")
+        assert not sender.done(), "the server answered only after the whole body"
+    finally:
+        sender.cancel()
+        writer.close()

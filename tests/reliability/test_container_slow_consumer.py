@@ -1,0 +1,58 @@
+"""A consumer that stops reading for 20 s: the container's memory stays bounded, other sessions are
+served meanwhile, and the stalled session gets all its audio once it reads again."""
+
+import asyncio
+import json
+import socket
+import sys
+
+import psutil
+import pytest
+
+from emulator.processes import child, free_port
+from tests.conftest import Server
+from tests.support.paths import REPO
+from tests.support.tts_session import Transcript, close_and_drain, connect, is_control, read_until
+
+pytestmark = [pytest.mark.reliability, pytest.mark.integration, pytest.mark.slow]
+
+STALL_S = 20
+MAX_GROWTH_MB = 200
+TEXT = "The stalled listener asked for a long answer. It has several sentences. Nobody reads them yet."
+
+
+@pytest.fixture(scope="module")
+def server_process():
+    port = free_port()
+    argv = [sys.executable, "-m", "tts", "serve", "--port", str(port), "--log-level", "warning"]
+    with child(argv, ready_url=f"http://127.0.0.1:{port}/ping", timeout_s=180, cwd=REPO) as process:
+        yield Server("127.0.0.1", port), psutil.Process(process.pid)
+
+
+@pytest.mark.timeout(600)
+async def test_a_stalled_consumer_keeps_memory_bounded(server_process):
+    server, process = server_process
+    baseline = process.memory_info().rss
+    sock = socket.create_connection((server.host, server.port))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    async with connect(server.ws, sock=sock, max_queue=1) as stalled:
+        for n in range(4):
+            await stalled.send(json.dumps({"text": TEXT, "request_id": f"s{n}"}))
+        samples = []
+        async with connect(server.ws) as other:
+            await other.send(json.dumps({"text": "Still serving others.", "request_id": "other"}))
+            served = asyncio.create_task(read_until(other, Transcript(), is_control("synthesis_complete")))
+            for _ in range(STALL_S):
+                await asyncio.sleep(1)
+                samples.append((process.memory_info().rss - baseline) / 2**20)
+            other_transcript = await asyncio.wait_for(served, 5)
+        transcript = await read_until(stalled, Transcript(), is_control("synthesis_complete", "s3"))
+        await close_and_drain(stalled, transcript)
+    print(f"\nRSS growth while the consumer did not read (MB, per second): {[round(s) for s in samples]}")
+    completes = transcript.controls("synthesis_complete")
+    audio = transcript.audio()
+    print(f"then received: {audio}")
+    assert max(samples) < MAX_GROWTH_MB
+    assert other_transcript.controls("synthesis_complete"), "another session is served during the stall"
+    assert [c["request_id"] for c in completes] == ["s0", "s1", "s2", "s3"]
+    assert all(audio[c["request_id"]] == c["audio_bytes"] > 0 for c in completes)

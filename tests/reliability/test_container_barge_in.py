@@ -6,14 +6,17 @@ middle of sending. Every read is bounded (tests/support/tts_session.py).
 """
 
 import json
-import sys
 
 import pytest
 
-from emulator.processes import child, free_port
-from tests.conftest import Server
-from tests.support.paths import REPO
-from tests.support.tts_session import Transcript, close_and_drain, connect, is_control, read_until
+from tests.support.tts_session import (
+    Transcript,
+    close_and_drain,
+    connect,
+    is_control,
+    read_until,
+    tts_container,
+)
 
 pytestmark = [pytest.mark.reliability, pytest.mark.integration]
 
@@ -23,11 +26,8 @@ LONG = "A long sentence that takes a while to speak. Another one follows it, jus
 
 @pytest.fixture(scope="module")
 def paced_server():
-    port = free_port()
-    argv = [sys.executable, "-m", "tts", "serve", "--port", str(port), "--log-level", "warning"]
-    env = {"TTS_SEND_AHEAD_MS": str(SEND_AHEAD_MS)}
-    with child(argv, env=env, ready_url=f"http://127.0.0.1:{port}/ping", timeout_s=180, cwd=REPO):
-        yield Server("127.0.0.1", port)
+    with tts_container({"TTS_SEND_AHEAD_MS": str(SEND_AHEAD_MS)}) as (server, _):
+        yield server
 
 
 def is_audio(frame) -> bool:

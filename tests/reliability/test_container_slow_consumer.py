@@ -4,15 +4,11 @@ served meanwhile, and the stalled session gets all its audio once it reads again
 import asyncio
 import json
 import socket
-import sys
 
 import psutil
 import pytest
 
-from emulator.processes import child, free_port
-from tests.conftest import Server
-from tests.support.paths import REPO
-from tests.support.tts_session import Transcript, close_and_drain, connect, is_control, read_until
+from tests.support import tts_session as tts
 
 pytestmark = [pytest.mark.reliability, pytest.mark.integration, pytest.mark.slow]
 
@@ -24,36 +20,38 @@ TEXT = "The stalled listener asked for a long answer. It has several sentences. 
 
 @pytest.fixture(scope="module")
 def server_process():
-    port = free_port()
-    argv = [sys.executable, "-m", "tts", "serve", "--port", str(port), "--log-level", "warning"]
-    with child(argv, ready_url=f"http://127.0.0.1:{port}/ping", timeout_s=180, cwd=REPO) as process:
-        yield Server("127.0.0.1", port), psutil.Process(process.pid)
+    with tts.tts_container() as (server, process):
+        yield server, psutil.Process(process.pid)
 
 
 @pytest.mark.timeout(600)
 async def test_a_stalled_consumer_keeps_memory_bounded(server_process):
     server, process = server_process
-    async with connect(server.ws) as warm:  # onnxruntime's arena grows to this text's size once
+    async with tts.connect(server.ws) as warm:  # onnxruntime's arena grows to this text's size once
         await warm.send(json.dumps({"text": TEXT, "request_id": "warm"}))
-        await close_and_drain(warm, Transcript())
+        await tts.close_and_drain(warm, tts.Transcript())
     baseline = process.memory_info().rss
     sock = socket.create_connection((server.host, server.port))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    async with connect(server.ws, sock=sock, max_queue=1) as stalled:
+    async with tts.connect(server.ws, sock=sock, max_queue=1) as stalled:
         for n in range(4):
             await stalled.send(json.dumps({"text": TEXT, "request_id": f"s{n}"}))
         samples = []
-        async with connect(server.ws) as other:
+        async with tts.connect(server.ws) as other:
             await other.send(json.dumps({"text": "Still serving others.", "request_id": "other"}))
-            served = asyncio.create_task(read_until(other, Transcript(), is_control("synthesis_complete")))
+            served = asyncio.create_task(
+                tts.read_until(other, tts.Transcript(), tts.is_control("synthesis_complete"))
+            )
             # Stall for STALL_S, and on until the other session is served (bounded: a hang fails).
             while len(samples) < STALL_S or not served.done():
                 assert len(samples) < MAX_STALL_S, "another session was not served during the stall"
                 await asyncio.sleep(1)
                 samples.append((process.memory_info().rss - baseline) / 2**20)
             other_transcript = served.result()
-        transcript = await read_until(stalled, Transcript(), is_control("synthesis_complete", "s3"))
-        await close_and_drain(stalled, transcript)
+        transcript = await tts.read_until(
+            stalled, tts.Transcript(), tts.is_control("synthesis_complete", "s3")
+        )
+        await tts.close_and_drain(stalled, transcript)
     print(f"\nRSS growth while the consumer did not read (MB, per second): {[round(s) for s in samples]}")
     completes = transcript.controls("synthesis_complete")
     audio = transcript.audio()

@@ -15,27 +15,14 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tts.protocol import (
-    Cancel,
-    Catalog,
-    Close,
-    ProtocolError,
-    Synthesize,
-    check_media_type,
-    parse_invocation,
-    parse_message,
-)
+from tts import protocol
+from tts.protocol import Cancel, Catalog, Close, ProtocolError, Synthesize
 from tts.sse import SSEError, SSEParser
 
 pytestmark = pytest.mark.reliability
 
-CATALOG = Catalog(
-    voices=frozenset({"jm_kumo", "af_heart"}),
-    languages=frozenset({"en-us", "fr-fr"}),
-    default_voice="jm_kumo",
-    default_lang="en-us",
-    max_text_chars=4000,
-)
+# voices, languages, default voice, default language, longest text
+CATALOG = Catalog(frozenset({"jm_kumo", "af_heart"}), frozenset({"en-us", "fr-fr"}), "jm_kumo", "en-us", 4000)
 FIELDS = ["type", "text", "voice", "speed", "format", "lang", "request_id", "transport", "extra"]
 FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -106,7 +93,7 @@ def test_message_parser_returns_a_message_or_a_protocol_error():
     @example('{"x": ' + "[" * 100_000 + "]" * 100_000 + "}")
     @example('{"text": "\\u0000"}')
     def check(raw):
-        check_parse(parse_message, raw, outcomes)
+        check_parse(protocol.parse_message, raw, outcomes)
 
     check()
     print(f"\nparse_message over {outcomes.total()} adversarial inputs: {dict(outcomes.most_common())}")
@@ -123,7 +110,7 @@ def test_invocation_parser_returns_a_request_or_a_protocol_error():
         )
     )
     def check(body):
-        check_parse(parse_invocation, body, outcomes)
+        check_parse(protocol.parse_invocation, body, outcomes)
 
     check()
     print(f"\nparse_invocation over {outcomes.total()} adversarial bodies: {dict(outcomes.most_common())}")
@@ -139,7 +126,7 @@ def test_media_type_check_accepts_or_refuses_with_a_typed_error():
     )
     def check(content_type):
         try:
-            check_media_type(content_type)
+            protocol.check_media_type(content_type)
         except ProtocolError as error:
             assert error.code == "unsupported_media_type"
             json.dumps(error.to_json(), ensure_ascii=False).encode("utf-8")

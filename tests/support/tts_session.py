@@ -1,4 +1,5 @@
-"""A client's view of a tts WebSocket session: every frame in arrival order, read with a bound.
+"""The real tts container for tests, and a client's view of one of its WebSocket sessions: every
+frame in arrival order, read with a bound.
 
 Audio frames carry no request id; each belongs to the request of the last `synthesis_start`.
 Every read has a deadline, so a container that stops answering fails the test instead of hanging it.
@@ -7,11 +8,41 @@ Every read has a deadline, so a container that stops answering fails the test in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Callable
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import websockets
+
+from emulator.processes import child, free_port
+from tests.support.paths import REPO
+
+
+@dataclass(frozen=True)
+class Server:
+    host: str
+    port: int
+
+    @property
+    def http(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def ws(self) -> str:
+        return f"ws://{self.host}:{self.port}/invocations-bidirectional-stream"
+
+
+@contextlib.contextmanager
+def tts_container(env: Mapping[str, str] | None = None) -> Iterator[tuple[Server, subprocess.Popen]]:
+    """`python -m tts serve` with the real Kokoro model on a free port, ready (`/ping` 200)."""
+    port = free_port()
+    argv = [sys.executable, "-m", "tts", "serve", "--port", str(port), "--log-level", "warning"]
+    ready = f"http://127.0.0.1:{port}/ping"
+    with child(argv, env=env, ready_url=ready, timeout_s=180, cwd=REPO) as process:
+        yield Server("127.0.0.1", port), process
 
 
 def connect(url: str, **options: object) -> websockets.ClientConnection:

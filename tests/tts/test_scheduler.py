@@ -4,6 +4,7 @@ import pytest
 
 from tts.protocol import Synthesize
 from tts.scheduler import Job, Scheduler
+from tts.streaming import AudioStats, audio_frames
 
 
 def request(text: str, rid: str) -> Synthesize:
@@ -60,3 +61,15 @@ async def test_cancelling_the_running_job_frees_the_engine(scheduler):
     size, ended = await drain(after)
     assert size > 0
     assert ended - started < 3.0, "the cancelled forward pass should stop, not run to its end"
+
+
+async def test_cancelling_a_computed_job_stops_its_unsent_audio(scheduler):
+    """Barge-in after the audio is computed but before it is all sent: nothing more may come out."""
+    job = scheduler.submit("s", request("Computed before the barge-in.", "done"))
+    after = scheduler.submit("s", request("Next.", "next"))
+    async with asyncio.timeout(120):
+        await after.audio.get()  # a session's jobs run in order: `job` is computed, its audio untouched
+    assert job.finished and not job.audio.empty()
+    scheduler.cancel(job)
+    assert job.cancelled
+    assert [frame async for frame in audio_frames(job, 4800, AudioStats())] == []

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.reliability, pytest.mark.integration, pytest.mark.slow
 
 STALL_S = 20
 MAX_STALL_S = 240
-MAX_GROWTH_MB = 64
+MAX_GROWTH_MB = 128  # onnxruntime and the allocator take tens of MB in steps; the audio is ~1.4 MB
 TEXT = "The stalled listener asked for a long answer. It has several sentences. Nobody reads them yet."
 
 

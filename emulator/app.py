@@ -2,7 +2,8 @@
 
 The same app serves both listeners (plain HTTP/1.1 and TLS h2); clients pick the face by URL:
 `POST /` + `X-Amz-Target` is the SageMaker control plane, `/endpoints/<name>/invocations*` the
-runtimes, `/model/<id>/converse*` Bedrock Runtime, `/_emulator/status` the operator view.
+runtimes, `/model/<id>/converse*` Bedrock Runtime, `/runtimes/...` Bedrock AgentCore (control plane,
+and `/runtimes/<ARN>/invocations` its data plane), `/_emulator/status` the operator view.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import httpx
 from quart import Quart
 
 from emulator.admin import admin_blueprint
+from emulator.agent_runtimes import AgentRuntimeControl
+from emulator.agentcore import agentcore_control_blueprint, agentcore_runtime_blueprint
 from emulator.bedrock import bedrock_blueprint
 from emulator.bidi import bidi_blueprint
 from emulator.classic import classic_blueprint
@@ -31,6 +34,7 @@ class Services:
     store: Store
     runtime: Runtime
     control_plane: ControlPlane
+    agent_runtimes: AgentRuntimeControl
     router: Router
     http: httpx.AsyncClient
     info: Callable[[], dict[str, Any]]
@@ -44,5 +48,8 @@ def create_app(services: Services) -> Quart:
     app.register_blueprint(classic_blueprint(services.config, services.router, services.http))
     app.register_blueprint(bidi_blueprint(services.config, services.router, services.runtime))
     app.register_blueprint(bedrock_blueprint(services.config))
+    runtimes = services.agent_runtimes
+    app.register_blueprint(agentcore_control_blueprint(services.config, runtimes))
+    app.register_blueprint(agentcore_runtime_blueprint(services.config, runtimes, services.http))
     app.register_blueprint(admin_blueprint(services.store, services.info))
     return app

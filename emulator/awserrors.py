@@ -38,9 +38,10 @@ def json_protocol_error(err: AwsError) -> Response:
     )
 
 
-def rest_json_error(err: AwsError) -> Response:
-    """restJson1 (the runtimes and Bedrock): code in the header, members in the body."""
-    body = {"Message": err.message, **err.members}
+def rest_json_error(err: AwsError, message_key: str = "Message") -> Response:
+    """restJson1 (the runtimes, Bedrock, AgentCore): code in the header, members in the body
+    (`message_key`: the member name the service's model gives the message)."""
+    body = {message_key: err.message, **err.members}
     return Response(
         json.dumps(body),
         status=err.status,

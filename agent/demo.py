@@ -23,6 +23,7 @@ from tts.sse import SSEParser
 
 DEFAULT_PROMPT = "Where is my order, and when will it arrive?"
 MODES = ("bidi", "batch")
+TURN_TIMEOUT_S = 120
 
 
 class DemoError(RuntimeError):
@@ -47,7 +48,7 @@ def local_chunks(url: str, payload: dict, session_id: str) -> Iterator[bytes]:
         f"{url.rstrip('/')}/invocations",
         json=payload,
         headers=headers,
-        timeout=httpx.Timeout(120, connect=10),
+        timeout=httpx.Timeout(TURN_TIMEOUT_S, connect=10),
     ) as response:
         if response.status_code != 200:
             raise DemoError(f"agent answered HTTP {response.status_code}: {response.read()[:300]!r}")
@@ -63,11 +64,14 @@ def runtime_chunks(arn: str, payload: dict, session_id: str) -> Iterator[bytes]:
     arrived. A body that breaks off is a DemoError.
     """
     import boto3
+    from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError
     from urllib3.exceptions import HTTPError as Urllib3Error
 
     region = arn.split(":")[3]
-    client = boto3.client("bedrock-agentcore", region_name=region)
+    # As long between two events as the local client waits (boto3's default is 60 s).
+    config = Config(read_timeout=TURN_TIMEOUT_S, retries={"max_attempts": 1})
+    client = boto3.client("bedrock-agentcore", region_name=region, config=config)
     try:
         response = client.invoke_agent_runtime(
             agentRuntimeArn=arn,

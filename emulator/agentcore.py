@@ -59,6 +59,8 @@ FORWARDED = (
 )
 CUSTOM_HEADER_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
 REQUEST_ID_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Request-Id"
+INVOCATION_TIMEOUT = httpx.Timeout(900.0, connect=10.0)
+"""AgentCore lets a request run 15 minutes, however long the agent stays silent in between."""
 
 
 class StreamBroken(Exception):
@@ -237,7 +239,7 @@ def agentcore_runtime_blueprint(
                     f"http://{host}:{port}/invocations",
                     content=body,
                     headers=headers,
-                    timeout=config.invoke_timeout_s,
+                    timeout=INVOCATION_TIMEOUT,
                 ),
                 stream=True,
             )
@@ -261,7 +263,7 @@ def agentcore_runtime_blueprint(
                 ):
                     yield chunk
             except httpx.HTTPError as exc:
-                reason = f"the agent runtime's container broke off its answer: {exc}"
+                reason = f"the agent runtime's container broke off its answer: {type(exc).__name__} {exc}"
                 control.store.events.add("Warning", "StreamBroken", call.replica.id, reason)
                 raise StreamBroken(reason) from None  # the client's response breaks off too
             finally:

@@ -42,6 +42,7 @@ from emulator import hypercorn_fixes
 from emulator.agent_runtimes import AgentRuntimeControl
 from emulator.app import Services, create_app
 from emulator.awserrors import AwsError
+from emulator.cloudformation import PATH as CLOUDFORMATION_PATH
 from emulator.config import EmulatorConfig
 from emulator.control_plane import ControlPlane
 from emulator.controller import Controller
@@ -49,6 +50,7 @@ from emulator.manifest import Manifest
 from emulator.routing import Router
 from emulator.runtimes import make_runtime
 from emulator.state import Store
+from emulator.sts import PATH as STS_PATH
 from emulator.tls import TlsFiles, ensure_tls
 
 
@@ -80,6 +82,8 @@ def client_env(config: EmulatorConfig, http_url: str, h2_url: str, ca: str) -> d
         "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": http_url,
         "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE": http_url,
         "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL": http_url,
+        "AWS_ENDPOINT_URL_STS": f"{http_url}{STS_PATH}",
+        "AWS_ENDPOINT_URL_CLOUDFORMATION": f"{http_url}{CLOUDFORMATION_PATH}",
         "AWS_CA_BUNDLE": ca,
         "AWS_REGION": config.region,
         "AWS_DEFAULT_REGION": config.region,

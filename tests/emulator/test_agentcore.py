@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -247,3 +249,41 @@ def test_an_agent_killed_mid_turn_breaks_the_answer_and_is_restarted(emu: Emulat
         time.sleep(0.2)
     assert after["restarts"] == before["restarts"] + 1 and after["pid"] != before["pid"]
     assert b'"index": 0' in invoke(data, arn, {"events": 1})["response"].read()
+
+
+def test_agent_infra_status_and_destroy_run_unchanged(emu: Emulator, control) -> None:
+    """The deploy commands' calls (STS, AgentCore control, SageMaker, CloudFormation) all answered here."""
+    tags = {"aws:cloudformation:stack-name": "VoiceAgent-Runtime"}
+    control.create_agent_runtime(
+        **runtime_spec("voice_agent", tags=tags, environmentVariables={"AGENT_TTS_ENDPOINT": "tts"})
+    )
+    env = {
+        **os.environ,
+        **emu.env,
+        "AWS_ACCESS_KEY_ID": KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+        "DEPLOY_WAIT_DELAY_S": "0.2",
+    }
+
+    def agent_infra(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "deploy.agent_cli", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+
+    deadline = time.monotonic() + 60
+    while "voice_agent: READY" not in (shown := agent_infra("status")).stdout and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert "ok agent runtime voice_agent: READY (version 1, speaks through tts" in shown.stdout, shown.stderr
+    assert "-- endpoint kokoro-82m: not deployed" in shown.stdout and shown.returncode == 1  # none here
+
+    destroyed = agent_infra("destroy")
+    assert destroyed.returncode == 0, destroyed.stderr
+    assert "VoiceAgent-Runtime: deleted" in destroyed.stdout
+    assert "VoiceAgent-Base: not deployed" in destroyed.stdout
+    names = [r["agentRuntimeName"] for r in control.list_agent_runtimes()["agentRuntimes"]]
+    assert "voice_agent" not in names and "toy" in names
+    assert "voice_agent: not deployed" in agent_infra("status").stdout

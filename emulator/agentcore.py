@@ -84,11 +84,31 @@ def _json_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
+# method, path (botocore's requestUri), operation, success status
+CONTROL_ROUTES = (
+    ("PUT", "/runtimes/", "CreateAgentRuntime", 202),
+    ("POST", "/runtimes/", "ListAgentRuntimes", 200),
+    ("GET", "/runtimes/<agentRuntimeId>/", "GetAgentRuntime", 200),
+    ("PUT", "/runtimes/<agentRuntimeId>/", "UpdateAgentRuntime", 202),
+    ("DELETE", "/runtimes/<agentRuntimeId>/", "DeleteAgentRuntime", 202),
+    ("PUT", "/runtimes/<agentRuntimeId>/runtime-endpoints/", "CreateAgentRuntimeEndpoint", 202),
+    ("POST", "/runtimes/<agentRuntimeId>/runtime-endpoints/", "ListAgentRuntimeEndpoints", 200),
+    ("GET", "/runtimes/<agentRuntimeId>/runtime-endpoints/<endpointName>/", "GetAgentRuntimeEndpoint", 200),
+    (
+        "DELETE",
+        "/runtimes/<agentRuntimeId>/runtime-endpoints/<endpointName>/",
+        "DeleteAgentRuntimeEndpoint",
+        202,
+    ),
+)
+
+
 def agentcore_control_blueprint(config: EmulatorConfig, control: AgentRuntimeControl) -> Blueprint:
     bp = Blueprint("agentcore_control", __name__)
     operations = control.operations()
 
     async def call(operation: str, status: int, **path: str) -> Response:
+        """One operation: JSON body, query and path members in, JSON out with the modeled status."""
         raw = await request.get_data()
         try:
             auth.check_request(config, raw)
@@ -103,42 +123,12 @@ def agentcore_control_blueprint(config: EmulatorConfig, control: AgentRuntimeCon
             headers={"x-amzn-RequestId": request_id()},
         )
 
-    @bp.put("/runtimes/")
-    async def create_runtime() -> Response:
-        return await call("CreateAgentRuntime", 202)
+    for method, rule, operation, status in CONTROL_ROUTES:
 
-    @bp.post("/runtimes/")
-    async def list_runtimes() -> Response:
-        return await call("ListAgentRuntimes", 200)
+        async def handle(operation: str = operation, status: int = status, **path: str) -> Response:
+            return await call(operation, status, **path)
 
-    @bp.get("/runtimes/<runtime_id>/")
-    async def get_runtime(runtime_id: str) -> Response:
-        return await call("GetAgentRuntime", 200, agentRuntimeId=runtime_id)
-
-    @bp.put("/runtimes/<runtime_id>/")
-    async def update_runtime(runtime_id: str) -> Response:
-        return await call("UpdateAgentRuntime", 202, agentRuntimeId=runtime_id)
-
-    @bp.delete("/runtimes/<runtime_id>/")
-    async def delete_runtime(runtime_id: str) -> Response:
-        return await call("DeleteAgentRuntime", 202, agentRuntimeId=runtime_id)
-
-    @bp.put("/runtimes/<runtime_id>/runtime-endpoints/")
-    async def create_endpoint(runtime_id: str) -> Response:
-        return await call("CreateAgentRuntimeEndpoint", 202, agentRuntimeId=runtime_id)
-
-    @bp.post("/runtimes/<runtime_id>/runtime-endpoints/")
-    async def list_endpoints(runtime_id: str) -> Response:
-        return await call("ListAgentRuntimeEndpoints", 200, agentRuntimeId=runtime_id)
-
-    @bp.get("/runtimes/<runtime_id>/runtime-endpoints/<name>/")
-    async def get_endpoint(runtime_id: str, name: str) -> Response:
-        return await call("GetAgentRuntimeEndpoint", 200, agentRuntimeId=runtime_id, endpointName=name)
-
-    @bp.delete("/runtimes/<runtime_id>/runtime-endpoints/<name>/")
-    async def delete_endpoint(runtime_id: str, name: str) -> Response:
-        return await call("DeleteAgentRuntimeEndpoint", 202, agentRuntimeId=runtime_id, endpointName=name)
-
+        bp.add_url_rule(rule, operation, handle, methods=[method])
     return bp
 
 

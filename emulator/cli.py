@@ -252,6 +252,22 @@ def _table(rows: list[list[str]]) -> str:
     )
 
 
+def _replica_row(r: dict[str, Any], owner: str) -> list[str]:
+    return [
+        r["id"],
+        owner,
+        r["variant"],
+        r["deployment"],
+        r["phase"],
+        "yes" if r["ready"] else "no",
+        str(r["restarts"]),
+        str(r["sessions"]),
+        str(r["port"] or "-"),
+        r["ident"] or "-",
+        _age(r["started"]),
+    ]
+
+
 def format_status(status: dict[str, Any]) -> str:
     info = status["emulator"]
     out = [
@@ -283,21 +299,7 @@ def format_status(status: dict[str, Any]) -> str:
             [ep["name"], ep["status"], ep["config"], variants, f"{ready}/{desired}", _age(ep["created"])]
         )
         for r in ep["replicas"]:
-            replicas.append(
-                [
-                    r["id"],
-                    ep["name"],
-                    r["variant"],
-                    r["deployment"],
-                    r["phase"],
-                    "yes" if r["ready"] else "no",
-                    str(r["restarts"]),
-                    str(r["sessions"]),
-                    str(r["port"] or "-"),
-                    r["ident"] or "-",
-                    _age(r["started"]),
-                ]
-            )
+            replicas.append(_replica_row(r, ep["name"]))
     out.append(_table(endpoints))
     runtimes = [["AGENT RUNTIME", "STATUS", "VERSION", "ENDPOINTS", "ARN", "AGE"]]
     for rt in status.get("agent_runtimes", []):
@@ -306,21 +308,7 @@ def format_status(status: dict[str, Any]) -> str:
             [rt["name"], rt["status"], str(rt["version"]), endpoints_of, rt["arn"], _age(rt["created"])]
         )
         for r in rt["replicas"]:
-            replicas.append(
-                [
-                    r["id"],
-                    rt["name"],
-                    r["variant"],
-                    r["deployment"],
-                    r["phase"],
-                    "yes" if r["ready"] else "no",
-                    str(r["restarts"]),
-                    str(r["sessions"]),
-                    str(r["port"] or "-"),
-                    r["ident"] or "-",
-                    _age(r["started"]),
-                ]
-            )
+            replicas.append(_replica_row(r, rt["name"]))
     if len(runtimes) > 1:
         out += ["", _table(runtimes)]
     failures = [

@@ -184,11 +184,14 @@ class Controller:
         self._event("Warning", "Failed" if ep.current is None else "UpdateFailed", ep.name, reason)
 
     async def _delete(self, ep: Endpoint) -> None:
-        replicas = [r for d in ep.deployments() for r in d.replicas()]
-        await asyncio.gather(*(self._stop(r) for r in replicas), return_exceptions=True)
+        await self._stop_all(ep.name, [r for d in ep.deployments() for r in d.replicas()])
         if self.store.endpoints.get(ep.name) is ep:
             del self.store.endpoints[ep.name]
-        self._event("Normal", "Deleted", ep.name, f"stopped {len(replicas)} replica(s)")
+
+    async def _stop_all(self, name: str, replicas: list[Replica]) -> None:
+        """Stop the replicas of a resource being deleted."""
+        await asyncio.gather(*(self._stop(r) for r in replicas), return_exceptions=True)
+        self._event("Normal", "Deleted", name, f"stopped {len(replicas)} replica(s)")
 
     # agent runtimes (AgentCore) ----------------------------------------------------------------------
 
@@ -236,11 +239,9 @@ class Controller:
         self._event("Warning", rt.status, rt.name, reason)
 
     async def _delete_runtime(self, rt: AgentRuntime) -> None:
-        replicas = rt.replicas()
-        await asyncio.gather(*(self._stop(r) for r in replicas), return_exceptions=True)
+        await self._stop_all(rt.name, rt.replicas())
         if self.store.agent_runtimes.get(rt.id) is rt:
             del self.store.agent_runtimes[rt.id]
-        self._event("Normal", "Deleted", rt.name, f"stopped {len(replicas)} replica(s)")
 
     # replicas -----------------------------------------------------------------------------------
 

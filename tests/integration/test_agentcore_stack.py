@@ -58,6 +58,9 @@ def test_demo_cli_through_the_runtime_arn_reports_the_ratio(stack):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(
+    1800
+)  # two stacks, eleven turns; a batch turn alone took a minute on a busy 2-core machine
 def test_the_latency_knob_on_every_hop_changes_the_ratio(tmp_path):
     """The deployed comparison: 25 ms (+-5) each way on the AgentCore and SageMaker hops,
     against loopback. Prints both ratios; each condition is its own stack, warmed by one turn."""
@@ -67,7 +70,7 @@ def test_the_latency_knob_on_every_hop_changes_the_ratio(tmp_path):
     for name, config in (("loopback", base), ("latency", dataclasses.replace(base, **knobs))):
         with local_stack(config) as stack:
             compare(stack.runtime_arn, "Where is my order?", runs=1)
-            summary = compare(stack.runtime_arn, "Where is my order, and when will it arrive?", runs=3)
+            summary = compare(stack.runtime_arn, "Where is my order, and when will it arrive?", runs=2)
         ratios[name] = summary["ratio"]
         print(
             f"\n{name}: bidi TTFA {summary['bidi']['ttfa_ms']:.0f} ms, "

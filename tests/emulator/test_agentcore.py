@@ -18,6 +18,9 @@ import botocore.exceptions
 import pytest
 
 from agent.local import exported
+from emulator.config import default_images
+from emulator.manifest import DEFAULT_MANIFEST, load_manifest
+from emulator.runtimes.process import resolve_image
 from emulator.server import Emulator, emulator_in_thread
 from tests.emulator.support import FIXTURES, boto_client, fast_config, manifest, status
 
@@ -86,6 +89,17 @@ def wait_status(control, runtime_id: str, wanted: set[str], within_s: float = 60
 def runtime_replica(emu: Emulator, name: str) -> dict[str, Any]:
     runtime = next(rt for rt in status(emu)["agent_runtimes"] if rt["name"] == name)
     return next(r for r in runtime["replicas"] if r["deployment"] == "current")
+
+
+def test_the_default_manifest_runs_the_voice_agent_speaking_through_kokoro() -> None:
+    manifest = load_manifest(DEFAULT_MANIFEST)
+    assert manifest.agent_runtimes == ["voice_agent"]
+    spec = next(r.spec for r in manifest.resources if r.kind == "AgentRuntime")
+    assert spec["environmentVariables"]["AGENT_TTS_ENDPOINT"] in manifest.endpoints
+    image = resolve_image(
+        default_images(), spec["agentRuntimeArtifact"]["containerConfiguration"]["containerUri"]
+    )
+    assert image is not None and image.command[1:4] == ("-m", "agent", "serve")
 
 
 def test_env_names_the_variables_boto3_reads(emu: Emulator) -> None:

@@ -60,7 +60,7 @@ def test_demo_cli_through_the_runtime_arn_reports_the_ratio(stack):
 @pytest.mark.slow
 @pytest.mark.timeout(
     1800
-)  # two stacks, eleven turns; a batch turn alone took a minute on a busy 2-core machine
+)  # two stacks, twelve turns; a batch turn alone took a minute on a busy 2-core machine
 def test_the_latency_knob_on_every_hop_changes_the_ratio(tmp_path):
     """The deployed comparison: 25 ms (+-5) each way on the AgentCore and SageMaker hops,
     against loopback. Prints both ratios; each condition is its own stack, warmed by one turn."""

@@ -93,15 +93,18 @@ def container_uri(body: Mapping[str, Any]) -> str:
     return _string(container, "containerUri")
 
 
-def environment(body: Mapping[str, Any]) -> dict[str, str]:
-    raw = body.get("environmentVariables") or {}
+def string_map(body: Mapping[str, Any], name: str) -> dict[str, str]:
+    """`environmentVariables` or `tags`: at most 50 string keys and values."""
+    raw = body.get(name) or {}
     if not isinstance(raw, Mapping) or len(raw) > MAX_ENVIRONMENT:
-        raise field_error(
-            "environmentVariables", f"Member must be a map of at most {MAX_ENVIRONMENT} strings"
-        )
+        raise field_error(name, f"Member must be a map of at most {MAX_ENVIRONMENT} strings")
     if not all(isinstance(k, str) and k and isinstance(v, str) for k, v in raw.items()):
-        raise field_error("environmentVariables", "keys and values must be strings")
+        raise field_error(name, "keys and values must be strings")
     return dict(raw)
+
+
+def environment(body: Mapping[str, Any]) -> dict[str, str]:
+    return string_map(body, "environmentVariables")
 
 
 def check_request(body: Mapping[str, Any]) -> None:
@@ -179,6 +182,7 @@ class AgentRuntimeControl:
     def CreateAgentRuntime(self, body: dict[str, Any]) -> dict[str, Any]:
         name = _string(body, "agentRuntimeName", RUNTIME_NAME_RE)
         check_request(body)
+        string_map(body, "tags")
         if any(rt.name == name for rt in self.store.agent_runtimes.values()):
             raise conflict(f"An agent runtime with the name {name} already exists")
         runtime_id = f"{name}-{''.join(secrets.choice(ID_ALPHABET) for _ in range(10))}"

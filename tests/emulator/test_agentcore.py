@@ -301,3 +301,30 @@ def test_agent_infra_status_and_destroy_run_unchanged(emu: Emulator, control) ->
     names = [r["agentRuntimeName"] for r in control.list_agent_runtimes()["agentRuntimes"]]
     assert "voice_agent" not in names and "toy" in names
     assert "voice_agent: not deployed" in agent_infra("status").stdout
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"agentRuntimeName": "has-dash"}, "agentRuntimeName"),
+        ({"roleArn": "not-a-role"}, "roleArn"),
+        (
+            {"agentRuntimeArtifact": {"codeConfiguration": {"code": {}, "runtime": "PYTHON_3_12"}}},
+            "agentRuntimeArtifact",
+        ),
+        ({"environmentVariables": {"A": 1}}, "environmentVariables"),
+        ({"tags": {"team": 5}}, "tags"),
+    ],
+)
+def test_bad_create_requests_are_validation_exceptions(
+    emu: Emulator, change: dict[str, Any], field: str
+) -> None:
+    client = boto_client(emu, "bedrock-agentcore-control", validate=False, key=KEY, secret=SECRET)
+    with pytest.raises(botocore.exceptions.ClientError) as raised:
+        client.create_agent_runtime(**{**runtime_spec("fine"), **change})
+    error = raised.value.response
+    assert (
+        error["Error"]["Code"] == "ValidationException" and error["ResponseMetadata"]["HTTPStatusCode"] == 400
+    )
+    assert error["fieldList"][0]["name"] == field
+    assert "fine" not in [r["agentRuntimeName"] for r in client.list_agent_runtimes()["agentRuntimes"]]

@@ -23,6 +23,7 @@ from tts.sse import SSEParser
 
 DEFAULT_PROMPT = "Where is my order, and when will it arrive?"
 MODES = ("bidi", "batch")
+TURN_TIMEOUT_S = 120
 
 
 class DemoError(RuntimeError):
@@ -47,26 +48,55 @@ def local_chunks(url: str, payload: dict, session_id: str) -> Iterator[bytes]:
         f"{url.rstrip('/')}/invocations",
         json=payload,
         headers=headers,
-        timeout=httpx.Timeout(120, connect=10),
+        timeout=httpx.Timeout(TURN_TIMEOUT_S, connect=10),
     ) as response:
         if response.status_code != 200:
             raise DemoError(f"agent answered HTTP {response.status_code}: {response.read()[:300]!r}")
         yield from response.iter_raw()
 
 
-def _runtime_chunks(arn: str, payload: dict, session_id: str) -> Iterator[bytes]:
+def runtime_chunks(arn: str, payload: dict, session_id: str) -> Iterator[bytes]:
+    """The raw SSE bytes of one turn of the AgentCore runtime `arn`, as they arrive.
+
+    boto3's `StreamingBody.read(n)` (and so `iter_chunks`/`iter_lines`) waits until n bytes are in,
+    which would hold a small event such as `agent_start` back until later events fill the chunk and
+    skew every time measured from it; the body's urllib3 response `read1` returns whatever has
+    arrived. A body that breaks off is a DemoError.
+    """
     import boto3
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+    from urllib3.exceptions import HTTPError as Urllib3Error
 
     region = arn.split(":")[3]
-    client = boto3.client("bedrock-agentcore", region_name=region)
-    response = client.invoke_agent_runtime(
-        agentRuntimeArn=arn,
-        runtimeSessionId=session_id,
-        payload=json.dumps(payload).encode(),
-        contentType="application/json",
-        accept="text/event-stream",
-    )
-    yield from response["response"].iter_chunks()
+    # As long between two events as the local client waits (boto3's default is 60 s).
+    config = Config(read_timeout=TURN_TIMEOUT_S, retries={"max_attempts": 1})
+    client = boto3.client("bedrock-agentcore", region_name=region, config=config)
+    try:
+        response = client.invoke_agent_runtime(
+            agentRuntimeArn=arn,
+            runtimeSessionId=session_id,
+            payload=json.dumps(payload).encode(),
+            contentType="application/json",
+            accept="text/event-stream",
+        )
+    except (BotoCoreError, ClientError) as exc:
+        raise DemoError(f"invoke_agent_runtime failed: {exc}") from exc
+    raw = response["response"]._raw_stream
+    try:
+        while chunk := raw.read1(64 * 1024):
+            yield chunk
+    except Urllib3Error as exc:
+        raise DemoError(f"the runtime's answer broke off: {exc}") from exc
+    finally:
+        response["response"].close()
+
+
+def turn_chunks(target: str, payload: dict, session_id: str) -> Iterator[bytes]:
+    """One turn's raw SSE bytes from a local URL or an AgentCore runtime ARN."""
+    if target.startswith("arn:"):
+        return runtime_chunks(target, payload, session_id)
+    return local_chunks(target, payload, session_id)
 
 
 def run_once(target: str, mode: str, prompt: str, voice: str | None, audio_format: str | None) -> RunResult:
@@ -76,11 +106,7 @@ def run_once(target: str, mode: str, prompt: str, voice: str | None, audio_forma
     if audio_format:
         payload["format"] = audio_format
     session_id = f"demo-{mode}-{uuid.uuid4()}"  # a fresh conversation per run; AgentCore wants >= 33 chars
-    chunks = (
-        _runtime_chunks(target, payload, session_id)
-        if target.startswith("arn:")
-        else local_chunks(target, payload, session_id)
-    )
+    chunks = turn_chunks(target, payload, session_id)
     parser = SSEParser()
     started = first_text = first_audio = ended = None
     audio_chunks, text = 0, ""

@@ -1,9 +1,11 @@
-"""The whole stack on this machine: the emulator (SageMaker with the real Kokoro container, and Bedrock)
-plus the agent, started together and stopped together.
+"""The whole stack on this machine: the emulator (SageMaker with the real Kokoro container, Bedrock,
+and Bedrock AgentCore running the agent as the runtime `voice_agent`), started together and stopped
+together.
 
-`python -m agent.local` asks one question, saves the spoken answer to `out/answer.wav` and prints the
-time to first audio of both modes; `--serve` keeps the stack up for the web page until Ctrl-C.
-The bench and the integration tests use `local_stack()` the same way.
+`python -m agent.local` asks one question through the AgentCore hop (`invoke_agent_runtime` on the
+runtime's ARN, as `agent-infra demo --endpoint-url <ARN>` does against AWS), saves the spoken answer
+to `out/answer.wav` and prints the time to first audio of both modes; `--serve` keeps the stack up
+for the web page until Ctrl-C. The bench and the integration tests use `local_stack()` the same way.
 """
 
 from __future__ import annotations
@@ -12,52 +14,87 @@ import argparse
 import base64
 import contextlib
 import dataclasses
+import os
 import signal
 import sys
 import uuid
 import wave
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.demo import DEFAULT_PROMPT, compare, local_chunks, report
+from agent.demo import DEFAULT_PROMPT, compare, report, turn_chunks
 from emulator.config import EmulatorConfig
-from emulator.manifest import DEFAULT_MANIFEST, load_manifest
-from emulator.processes import child, free_port
+from emulator.manifest import DEFAULT_MANIFEST, Manifest, Resource, load_manifest
 from emulator.server import emulator_in_thread
 from tts.sse import SSEParser
+
+RUNTIME_NAME = "voice_agent"
 
 
 @dataclass(frozen=True)
 class LocalStack:
+    runtime_arn: str
+    """The agent through the emulated AgentCore Runtime (the deployed path)."""
     agent_url: str
+    """The same agent's replica reached directly (its web page, its plain HTTP API)."""
     env: dict[str, str]
+
+
+def with_agent_env(manifest: Manifest, agent_env: Mapping[str, str]) -> Manifest:
+    """The manifest with `agent_env` added to every agent runtime's environment variables."""
+    resources = tuple(
+        Resource(
+            r.kind,
+            {**r.spec, "environmentVariables": {**r.spec.get("environmentVariables", {}), **agent_env}},
+        )
+        if r.kind == "AgentRuntime"
+        else r
+        for r in manifest.resources
+    )
+    return dataclasses.replace(manifest, resources=resources)
+
+
+@contextlib.contextmanager
+def exported(env: Mapping[str, str]) -> Iterator[None]:
+    """`env` in this process's environment for the block (what `eval "$(python -m emulator env)"`
+    does for a shell), so boto3 clients created here reach the emulator."""
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextlib.contextmanager
 def local_stack(
     emulator: EmulatorConfig | None = None,
-    agent_port: int | None = None,
     manifest: Path = DEFAULT_MANIFEST,
     agent_env: dict[str, str] | None = None,
 ) -> Iterator[LocalStack]:
-    """Emulator in a thread of this process, the agent as a child process pointed at it by the
-    variables `python -m emulator env` prints, and nothing else."""
+    """The emulator in a thread of this process, running the agent as its AgentCore runtime
+    `voice_agent` (a replica pointed at the emulator by the variables `python -m emulator env`
+    prints); this process's environment points boto3 at the emulator for the block."""
     config = emulator or dataclasses.replace(EmulatorConfig.from_env(), http_port=0, h2_port=0)
-    port = agent_port or free_port()
-    with emulator_in_thread(config, load_manifest(manifest)) as emu:
-        env = {**emu.env, **(agent_env or {}), "AGENT_PORT": str(port)}
-        with child(
-            [sys.executable, "-m", "agent", "serve"], env=env, ready_url=f"http://127.0.0.1:{port}/ping"
-        ):
-            yield LocalStack(agent_url=f"http://127.0.0.1:{port}", env=emu.env)
+    with emulator_in_thread(config, with_agent_env(load_manifest(manifest), agent_env or {})) as emu:
+        runtime = next(rt for rt in emu.store.agent_runtimes.values() if rt.name == RUNTIME_NAME)
+        assert runtime.current is not None and runtime.current.address is not None
+        host, port = runtime.current.address
+        with exported(emu.env):
+            yield LocalStack(runtime_arn=runtime.arn, agent_url=f"http://{host}:{port}", env=emu.env)
 
 
-def speak_to_wav(agent_url: str, prompt: str, out: Path, mode: str = "bidi") -> tuple[str, float]:
-    """One turn; the PCM audio is written to `out` as WAV. Returns the answer and its audio seconds."""
+def speak_to_wav(target: str, prompt: str, out: Path, mode: str = "bidi") -> tuple[str, float]:
+    """One turn of the agent at `target` (URL or runtime ARN); the PCM audio is written to `out` as
+    WAV. Returns the answer and its audio seconds."""
     parser, text, pcm = SSEParser(), "", bytearray()
     payload = {"prompt": prompt, "mode": mode, "format": "pcm"}
-    for raw in local_chunks(agent_url, payload, f"local-{uuid.uuid4()}"):
+    for raw in turn_chunks(target, payload, f"local-{uuid.uuid4()}"):
         for event in parser.feed(raw):
             if event["type"] == "text_delta":
                 text += event["text"]
@@ -78,18 +115,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agent.local", description=__doc__)
     parser.add_argument("--prompt", default=DEFAULT_PROMPT)
     parser.add_argument("--out", type=Path, default=Path("out/answer.wav"))
-    parser.add_argument("--port", type=int, default=8080, help="the agent's port (the web page is at /)")
     parser.add_argument("--serve", action="store_true", help="keep the stack running until Ctrl-C")
     args = parser.parse_args(argv)
     print(
-        "starting the emulator (SageMaker endpoint kokoro-82m with the real Kokoro model, Bedrock) "
-        "and the agent ...",
+        "starting the emulator (SageMaker endpoint kokoro-82m with the real Kokoro model, Bedrock, "
+        "and the agent as AgentCore runtime voice_agent) ...",
         flush=True,
     )
-    with local_stack(agent_port=args.port) as stack:
-        text, seconds = speak_to_wav(stack.agent_url, args.prompt, args.out)
+    with local_stack() as stack:
+        text, seconds = speak_to_wav(stack.runtime_arn, args.prompt, args.out)
         print(f"\nQ: {args.prompt}\nA: {text}\nwrote {args.out} ({seconds:.1f} s of speech)\n")
-        print(report(compare(stack.agent_url, args.prompt, runs=1)))
+        print(report(compare(stack.runtime_arn, args.prompt, runs=1)))
         if args.serve:
             print(f"\nweb page: {stack.agent_url}/   (Ctrl-C stops everything)", flush=True)
             with contextlib.suppress(KeyboardInterrupt):

@@ -1,4 +1,4 @@
-"""`GET /_emulator/status`: endpoints, replicas, health and recent events as JSON.
+"""`GET /_emulator/status`: endpoints, agent runtimes, replicas, health and recent events as JSON.
 
 Not an AWS API: it is what `python -m emulator status` prints and what tests inspect (for example,
 the pid of a replica to kill).
@@ -13,7 +13,7 @@ from typing import Any
 
 from quart import Blueprint
 
-from emulator.state import Deployment, Endpoint, Replica, Store
+from emulator.state import AgentRuntime, Deployment, Endpoint, Replica, Store
 
 
 def _replica(replica: Replica, role: str) -> dict[str, Any]:
@@ -65,10 +65,26 @@ def endpoint_status(ep: Endpoint) -> dict[str, Any]:
     }
 
 
+def runtime_status(rt: AgentRuntime) -> dict[str, Any]:
+    replicas = [_replica(r, role) for role, r in (("current", rt.current), ("pending", rt.pending)) if r]
+    return {
+        "name": rt.name,
+        "id": rt.id,
+        "arn": rt.arn,
+        "status": rt.status,
+        "version": rt.version,
+        "failure_reason": rt.failure_reason,
+        "created": rt.created,
+        "endpoints": sorted(rt.endpoints),
+        "replicas": replicas,
+    }
+
+
 def status(store: Store, info: dict[str, Any]) -> dict[str, Any]:
     return {
         "emulator": {**info, "now": time.time()},
         "endpoints": [endpoint_status(ep) for ep in store.endpoints.values()],
+        "agent_runtimes": [runtime_status(rt) for rt in store.agent_runtimes.values()],
         "events": [asdict(e) for e in store.events.recent(50)],
     }
 

@@ -2,7 +2,9 @@
 
 The same app serves both listeners (plain HTTP/1.1 and TLS h2); clients pick the face by URL:
 `POST /` + `X-Amz-Target` is the SageMaker control plane, `/endpoints/<name>/invocations*` the
-runtimes, `/model/<id>/converse*` Bedrock Runtime, `/_emulator/status` the operator view.
+runtimes, `/model/<id>/converse*` Bedrock Runtime, `/runtimes/...` Bedrock AgentCore (control plane,
+and `/runtimes/<ARN>/invocations` its data plane), `/sts/` STS GetCallerIdentity, `/cloudformation/`
+the stacks of the agent runtimes, `/_emulator/status` the operator view.
 """
 
 from __future__ import annotations
@@ -15,14 +17,18 @@ import httpx
 from quart import Quart
 
 from emulator.admin import admin_blueprint
+from emulator.agent_runtimes import AgentRuntimeControl
+from emulator.agentcore import agentcore_control_blueprint, agentcore_runtime_blueprint
 from emulator.bedrock import bedrock_blueprint
 from emulator.bidi import bidi_blueprint
 from emulator.classic import classic_blueprint
+from emulator.cloudformation import cloudformation_blueprint
 from emulator.config import EmulatorConfig
 from emulator.control_plane import ControlPlane, control_plane_blueprint
 from emulator.routing import Router
 from emulator.runtimes import Runtime
 from emulator.state import Store
+from emulator.sts import sts_blueprint
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,7 @@ class Services:
     store: Store
     runtime: Runtime
     control_plane: ControlPlane
+    agent_runtimes: AgentRuntimeControl
     router: Router
     http: httpx.AsyncClient
     info: Callable[[], dict[str, Any]]
@@ -44,5 +51,10 @@ def create_app(services: Services) -> Quart:
     app.register_blueprint(classic_blueprint(services.config, services.router, services.http))
     app.register_blueprint(bidi_blueprint(services.config, services.router, services.runtime))
     app.register_blueprint(bedrock_blueprint(services.config))
+    runtimes = services.agent_runtimes
+    app.register_blueprint(agentcore_control_blueprint(services.config, runtimes))
+    app.register_blueprint(agentcore_runtime_blueprint(services.config, runtimes, services.http))
+    app.register_blueprint(sts_blueprint(services.config))
+    app.register_blueprint(cloudformation_blueprint(services.config, runtimes))
     app.register_blueprint(admin_blueprint(services.store, services.info))
     return app

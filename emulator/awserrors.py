@@ -2,7 +2,8 @@
 
 One exception type carries the error code, HTTP status, message and any extra modeled members; the
 faces turn it into the response shape their protocol uses (sagemaker-runtime.md §2.1, §2.4, §4):
-awsJson1.1 puts `__type` in the body, restJson1 puts the code in `x-amzn-ErrorType`.
+awsJson1.1 puts `__type` in the body, restJson1 puts the code in `x-amzn-ErrorType`, awsQuery
+answers an XML `ErrorResponse`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from typing import Any
+from xml.sax.saxutils import escape
 
 from quart import Response
 
@@ -38,15 +40,25 @@ def json_protocol_error(err: AwsError) -> Response:
     )
 
 
-def rest_json_error(err: AwsError) -> Response:
-    """restJson1 (the runtimes and Bedrock): code in the header, members in the body."""
-    body = {"Message": err.message, **err.members}
+def rest_json_error(err: AwsError, message_key: str = "Message") -> Response:
+    """restJson1 (the runtimes, Bedrock, AgentCore): code in the header, members in the body
+    (`message_key`: the member name the service's model gives the message)."""
+    body = {message_key: err.message, **err.members}
     return Response(
         json.dumps(body),
         status=err.status,
         content_type="application/json",
         headers={"x-amzn-RequestId": request_id(), "x-amzn-ErrorType": err.code},
     )
+
+
+def query_error(err: AwsError, namespace: str) -> Response:
+    """awsQuery (STS, CloudFormation): an XML error document."""
+    body = (
+        f'<ErrorResponse xmlns="{namespace}"><Error><Type>Sender</Type><Code>{escape(err.code)}</Code>'
+        f"<Message>{escape(err.message)}</Message></Error><RequestId>{request_id()}</RequestId></ErrorResponse>"
+    )
+    return Response(body, status=err.status, content_type="text/xml")
 
 
 def validation(message: str) -> AwsError:

@@ -8,7 +8,6 @@ breaks half-way a ModelStreamError event.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -20,7 +19,7 @@ from quart import Blueprint, Response, request
 from emulator import auth, eventstream
 from emulator.awserrors import AwsError, request_id, rest_json_error
 from emulator.config import EmulatorConfig
-from emulator.fidelity import Delay, Rechunker
+from emulator.fidelity import Delay, Rechunker, delayed_chunks
 from emulator.routing import Route, Router, RoutingError
 
 MAX_PAYLOAD = 6 * 1024 * 1024
@@ -69,33 +68,6 @@ def routing_error(err: RoutingError) -> AwsError:
     if err.kind == "no_replica":
         return AwsError("ServiceUnavailable", err.message, 503)
     return AwsError("ValidationError", err.message, 400)
-
-
-async def _delayed(chunks: AsyncIterator[bytes], delay: Delay) -> AsyncIterator[bytes]:
-    """Relay chunks, each held back by the out-direction latency from the moment it arrived."""
-    if not delay.active:
-        async for chunk in chunks:
-            yield chunk
-        return
-    queue: asyncio.Queue[tuple[float, bytes] | BaseException | None] = asyncio.Queue()
-
-    async def read() -> None:
-        try:
-            async for chunk in chunks:
-                queue.put_nowait((time.monotonic(), chunk))
-            queue.put_nowait(None)
-        except Exception as exc:
-            queue.put_nowait(exc)
-
-    reader = asyncio.get_running_loop().create_task(read())
-    try:
-        while (item := await queue.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            await delay.hold(item[0])
-            yield item[1]
-    finally:
-        reader.cancel()
 
 
 def classic_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncClient) -> Blueprint:
@@ -190,7 +162,7 @@ def classic_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
 
         async def events() -> AsyncIterator[bytes]:
             try:
-                async for chunk in _delayed(upstream.aiter_raw(), delay):
+                async for chunk in delayed_chunks(upstream.aiter_raw(), delay):
                     for part in rechunker.split(chunk):
                         yield eventstream.event("PayloadPart", part, content_type="application/octet-stream")
             except httpx.TimeoutException:

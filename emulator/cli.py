@@ -105,7 +105,7 @@ async def _serve(config: EmulatorConfig, manifest_path: str) -> None:
     async with run_emulator(config, manifest, wait=False) as emu:
         try:
             _write_state(config, emu, False, manifest_path)
-            waiting = loop.create_task(emu.wait_in_service(manifest.endpoints))
+            waiting = loop.create_task(emu.wait_in_service(manifest))
             stopping = loop.create_task(stop.wait())
             await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
             if not waiting.done():
@@ -115,7 +115,12 @@ async def _serve(config: EmulatorConfig, manifest_path: str) -> None:
             waiting.result()
             _write_state(config, emu, True, manifest_path)
             names = ", ".join(manifest.endpoints) or "none"
-            print(f"# emulator ready (pid {os.getpid()}): endpoints InService: {names}", flush=True)
+            runtimes = ", ".join(f"{name} ({emu.runtime_arn(name)})" for name in manifest.agent_runtimes)
+            print(
+                f"# emulator ready (pid {os.getpid()}): endpoints InService: {names}; "
+                f"agent runtimes READY: {runtimes or 'none'}",
+                flush=True,
+            )
             print(f"# control plane + runtime {emu.http_url}, bidirectional stream {emu.h2_url}", flush=True)
             print(export_lines(_public_env(config, emu), bool(config.sigv4_keys)), flush=True)
             await stop.wait()
@@ -247,6 +252,22 @@ def _table(rows: list[list[str]]) -> str:
     )
 
 
+def _replica_row(r: dict[str, Any], owner: str) -> list[str]:
+    return [
+        r["id"],
+        owner,
+        r["variant"],
+        r["deployment"],
+        r["phase"],
+        "yes" if r["ready"] else "no",
+        str(r["restarts"]),
+        str(r["sessions"]),
+        str(r["port"] or "-"),
+        r["ident"] or "-",
+        _age(r["started"]),
+    ]
+
+
 def format_status(status: dict[str, Any]) -> str:
     info = status["emulator"]
     out = [
@@ -278,24 +299,22 @@ def format_status(status: dict[str, Any]) -> str:
             [ep["name"], ep["status"], ep["config"], variants, f"{ready}/{desired}", _age(ep["created"])]
         )
         for r in ep["replicas"]:
-            replicas.append(
-                [
-                    r["id"],
-                    ep["name"],
-                    r["variant"],
-                    r["deployment"],
-                    r["phase"],
-                    "yes" if r["ready"] else "no",
-                    str(r["restarts"]),
-                    str(r["sessions"]),
-                    str(r["port"] or "-"),
-                    r["ident"] or "-",
-                    _age(r["started"]),
-                ]
-            )
+            replicas.append(_replica_row(r, ep["name"]))
     out.append(_table(endpoints))
+    runtimes = [["AGENT RUNTIME", "STATUS", "VERSION", "ENDPOINTS", "ARN", "AGE"]]
+    for rt in status.get("agent_runtimes", []):
+        endpoints_of = ",".join(rt["endpoints"])
+        runtimes.append(
+            [rt["name"], rt["status"], str(rt["version"]), endpoints_of, rt["arn"], _age(rt["created"])]
+        )
+        for r in rt["replicas"]:
+            replicas.append(_replica_row(r, rt["name"]))
+    if len(runtimes) > 1:
+        out += ["", _table(runtimes)]
     failures = [
-        f"  {ep['name']}: {ep['failure_reason']}" for ep in status["endpoints"] if ep.get("failure_reason")
+        f"  {item['name']}: {item['failure_reason']}"
+        for item in [*status["endpoints"], *status.get("agent_runtimes", [])]
+        if item.get("failure_reason")
     ]
     if failures:
         out += ["", "FAILURE REASONS", *failures]

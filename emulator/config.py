@@ -53,9 +53,11 @@ class ImageSpec:
 
 
 def default_images() -> dict[str, ImageSpec]:
-    """Image name -> local command for the `process` runtime (matched on the repository's last part)."""
+    """Image name -> local command for the `process` runtime (matched on the repository's last part):
+    the tts container, the voice agent (an AgentCore runtime image) and the echo test container."""
     return {
         "kokoro-tts": ImageSpec(("{python}", "-m", "tts", "serve", "--host", "{host}", "--port", "{port}")),
+        "agent": ImageSpec(("{python}", "-m", "agent", "serve", "--host", "{host}", "--port", "{port}")),
         "echo": ImageSpec(
             ("{python}", "-m", "emulator.echo_container", "--host", "{host}", "--port", "{port}")
         ),

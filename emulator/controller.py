@@ -5,8 +5,9 @@ replicas the runtime runs. Each pass, for every endpoint, it starts missing repl
 ones (with back-off), probes `GET /ping` (readiness, 2 s timeout), promotes a pending deployment once
 all its replicas are ready (Creating/Updating -> InService, then stops the old replicas), fails it
 after the startup timeout, and tears endpoints down on DeleteEndpoint (SIGTERM, SIGKILL after the
-grace period). API calls and replica exits wake it at once; otherwise it runs every
-`reconcile_interval_s`.
+grace period). AgentCore agent runtimes go through the same steps with one replica per version
+(CREATING/UPDATING -> READY, or CREATE_FAILED/UPDATE_FAILED with the reason). API calls and replica
+exits wake it at once; otherwise it runs every `reconcile_interval_s`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import httpx
 from emulator import modeldata
 from emulator.config import EmulatorConfig
 from emulator.runtimes import Runtime, RuntimeUnavailable, StartRequest
-from emulator.state import Deployment, Endpoint, Replica, Store
+from emulator.state import AgentRuntime, Deployment, Endpoint, Replica, Store
 
 log = logging.getLogger("emulator.controller")
 
@@ -30,6 +31,8 @@ PING_FAILURE = (
     "The primary container for production variant {variant} did not pass the ping health check. "
     "Please check CloudWatch logs for this endpoint."
 )
+
+RUNTIME_FAILURE = "The agent runtime container did not pass the ping health check on port 8080"
 
 
 def restart_backoff(restarts: int) -> float:
@@ -66,6 +69,11 @@ class Controller:
                     await self._reconcile(endpoint)
                 except Exception:
                     log.exception("reconciling endpoint %s failed", endpoint.name)
+            for runtime in list(self.store.agent_runtimes.values()):
+                try:
+                    await self._reconcile_runtime(runtime)
+                except Exception:
+                    log.exception("reconciling agent runtime %s failed", runtime.name)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.config.reconcile_interval_s):
                     await self._wake.wait()
@@ -74,6 +82,7 @@ class Controller:
     async def shutdown(self) -> None:
         """Stop every replica of every endpoint (the emulator is exiting)."""
         replicas = [r for ep in self.store.endpoints.values() for d in ep.deployments() for r in d.replicas()]
+        replicas += [r for rt in self.store.agent_runtimes.values() for r in rt.replicas()]
         await asyncio.gather(*(self._stop(r) for r in replicas), return_exceptions=True)
         for task in list(self._tasks):
             task.cancel()
@@ -111,33 +120,31 @@ class Controller:
                     self._event("Normal", "Healthy", ep.name, "a replica answers /ping again")
 
     def _ensure_replicas(self, ep: Endpoint, deployment: Deployment) -> None:
-        now = time.monotonic()
         for replica in deployment.replicas():
-            if replica.phase == "Pending":
+            failure = self._tend(replica, starting=deployment is ep.pending)
+            if failure is not None:
+                self._fail_pending(ep, f"{PING_FAILURE.format(variant=replica.variant)} ({failure})")
+                return
+
+    def _tend(self, replica: Replica, *, starting: bool) -> str | None:
+        """Start a new replica, restart a dead one after its back-off; a replica that dies while its
+        deployment is still starting is not restarted: the reason (with its log's end) is returned."""
+        if replica.phase == "Pending":
+            replica.phase = "Starting"
+            replica.starter = self._spawn(self._start(replica))
+        elif replica.phase == "Exited":
+            if starting:
+                detail = replica.start_error or f"replica {replica.id} exited with status {replica.exit_code}"
+                tail = log_tail(replica)
+                return f"{detail}{'; log: ' + tail if tail else ''}"
+            if time.monotonic() >= (replica.exited_at or 0) + restart_backoff(replica.restarts):
+                replica.restarts += 1
+                self._event(
+                    "Normal", "Restarting", replica.id, f"restart #{replica.restarts} of {replica.variant}"
+                )
                 replica.phase = "Starting"
                 replica.starter = self._spawn(self._start(replica))
-            elif replica.phase == "Exited":
-                if deployment is ep.pending:
-                    detail = f"replica {replica.id} exited with status {replica.exit_code}"
-                    if replica.start_error:
-                        detail = replica.start_error
-                    tail = log_tail(replica)
-                    self._fail_pending(
-                        ep,
-                        f"{PING_FAILURE.format(variant=replica.variant)} ({detail}"
-                        f"{'; log: ' + tail if tail else ''})",
-                    )
-                    return
-                if now >= (replica.exited_at or 0) + restart_backoff(replica.restarts):
-                    replica.restarts += 1
-                    self._event(
-                        "Normal",
-                        "Restarting",
-                        replica.id,
-                        f"restart #{replica.restarts} of {replica.variant}",
-                    )
-                    replica.phase = "Starting"
-                    replica.starter = self._spawn(self._start(replica))
+        return None
 
     def _progress(self, ep: Endpoint, deployment: Deployment) -> None:
         elapsed = time.monotonic() - deployment.started
@@ -162,6 +169,10 @@ class Controller:
                 for replica in old.replicas():
                     self._spawn(self._stop(replica))
 
+    def retire(self, replica: Replica) -> None:
+        """Stop a replica nothing routes to any more (in the background)."""
+        self._spawn(self._stop(replica))
+
     def _fail_pending(self, ep: Endpoint, reason: str) -> None:
         deployment, ep.pending = ep.pending, None
         if deployment is not None:
@@ -173,11 +184,64 @@ class Controller:
         self._event("Warning", "Failed" if ep.current is None else "UpdateFailed", ep.name, reason)
 
     async def _delete(self, ep: Endpoint) -> None:
-        replicas = [r for d in ep.deployments() for r in d.replicas()]
-        await asyncio.gather(*(self._stop(r) for r in replicas), return_exceptions=True)
+        await self._stop_all(ep.name, [r for d in ep.deployments() for r in d.replicas()])
         if self.store.endpoints.get(ep.name) is ep:
             del self.store.endpoints[ep.name]
-        self._event("Normal", "Deleted", ep.name, f"stopped {len(replicas)} replica(s)")
+
+    async def _stop_all(self, name: str, replicas: list[Replica]) -> None:
+        """Stop the replicas of a resource being deleted."""
+        await asyncio.gather(*(self._stop(r) for r in replicas), return_exceptions=True)
+        self._event("Normal", "Deleted", name, f"stopped {len(replicas)} replica(s)")
+
+    # agent runtimes (AgentCore) ----------------------------------------------------------------------
+
+    async def _reconcile_runtime(self, rt: AgentRuntime) -> None:
+        if rt.status == "DELETING":
+            if rt.deleting is None:
+                rt.deleting = asyncio.get_running_loop().create_task(self._delete_runtime(rt))
+            return
+        for replica in rt.replicas():
+            failure = self._tend(replica, starting=replica is rt.pending)
+            if failure is not None:
+                self._fail_runtime(rt, f"{RUNTIME_FAILURE} ({failure})")
+                return
+        await self._probe([r for r in rt.replicas() if r.phase == "Running"])
+        if rt.pending is not None:
+            if rt.pending.ready:
+                old, rt.current, rt.pending = rt.current, rt.pending, None
+                rt.status = "READY"
+                rt.failure_reason = None
+                rt.healthy = True
+                rt.modified = time.time()
+                self._event("Normal", "Ready", rt.name, f"serving version {rt.version}")
+                if old is not None:
+                    self.retire(old)
+            elif time.monotonic() - rt.started > self.config.startup_timeout_s:
+                self._fail_runtime(
+                    rt,
+                    f"{RUNTIME_FAILURE} (no HTTP 200 from GET /ping within "
+                    f"{self.config.startup_timeout_s:g} s)",
+                )
+        if rt.current is not None and rt.current.ready != rt.healthy:
+            rt.healthy = rt.current.ready
+            if rt.healthy:
+                self._event("Normal", "Healthy", rt.name, "its replica answers /ping again")
+            else:
+                self._event("Warning", "NoHealthyReplicas", rt.name, "its replica does not answer /ping")
+
+    def _fail_runtime(self, rt: AgentRuntime, reason: str) -> None:
+        replica, rt.pending = rt.pending, None
+        if replica is not None:
+            self.retire(replica)
+        rt.failure_reason = reason
+        rt.status = "CREATE_FAILED" if rt.current is None else "UPDATE_FAILED"
+        rt.modified = time.time()
+        self._event("Warning", rt.status, rt.name, reason)
+
+    async def _delete_runtime(self, rt: AgentRuntime) -> None:
+        await self._stop_all(rt.name, rt.replicas())
+        if self.store.agent_runtimes.get(rt.id) is rt:
+            del self.store.agent_runtimes[rt.id]
 
     # replicas -----------------------------------------------------------------------------------
 
@@ -192,7 +256,14 @@ class Controller:
                 else None
             )
             replica.handle = await self.runtime.start(
-                StartRequest(replica.id, model.image, model.environment, model_dir, replica.log_path)
+                StartRequest(
+                    replica.id,
+                    model.image,
+                    model.environment,
+                    model_dir,
+                    replica.log_path,
+                    replica.container_args,
+                )
             )
         except (RuntimeUnavailable, OSError, ValueError) as exc:
             replica.start_error = str(getattr(exc, "message", exc))

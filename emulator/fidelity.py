@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import AsyncIterator
 
 
 class Delay:
@@ -32,6 +33,33 @@ class Delay:
             wait = self.due(arrived) - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
+
+
+async def delayed_chunks(chunks: AsyncIterator[bytes], delay: Delay) -> AsyncIterator[bytes]:
+    """Relay chunks, each held back by the out-direction latency from the moment it arrived."""
+    if not delay.active:
+        async for chunk in chunks:
+            yield chunk
+        return
+    queue: asyncio.Queue[tuple[float, bytes] | BaseException | None] = asyncio.Queue()
+
+    async def read() -> None:
+        try:
+            async for chunk in chunks:
+                queue.put_nowait((time.monotonic(), chunk))
+            queue.put_nowait(None)
+        except Exception as exc:
+            queue.put_nowait(exc)
+
+    reader = asyncio.get_running_loop().create_task(read())
+    try:
+        while (item := await queue.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            await delay.hold(item[0])
+            yield item[1]
+    finally:
+        reader.cancel()
 
 
 class Rechunker:

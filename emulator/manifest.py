@@ -1,4 +1,4 @@
-"""Manifests: the SageMaker resources to create at start-up, as YAML.
+"""Manifests: the SageMaker and AgentCore resources to create at start-up, as YAML.
 
 ```yaml
 images:                       # optional: image -> local command for the `process` runtime
@@ -11,6 +11,9 @@ resources:                    # applied in order, through the same code as the A
            InstanceType: ml.g5.xlarge, InitialInstanceCount: 1}]}
   - kind: Endpoint
     spec: {EndpointName: e, EndpointConfigName: c}
+  - kind: AgentRuntime        # spec = the bedrock-agentcore-control create_agent_runtime request
+    spec: {agentRuntimeName: a, agentRuntimeArtifact: {containerConfiguration: {containerUri: agent:latest}},
+           roleArn: "arn:aws:iam::123456789012:role/a", environmentVariables: {K: V}}
 ```
 
 A bare list is read as `resources`.
@@ -26,7 +29,13 @@ import yaml
 
 from emulator.config import ConfigError, ImageSpec
 
-KINDS = {"Model": "CreateModel", "EndpointConfig": "CreateEndpointConfig", "Endpoint": "CreateEndpoint"}
+KINDS = {
+    "Model": "CreateModel",
+    "EndpointConfig": "CreateEndpointConfig",
+    "Endpoint": "CreateEndpoint",
+    "AgentRuntime": "CreateAgentRuntime",
+}
+NAME_FIELDS = {"AgentRuntime": "agentRuntimeName"}
 DEFAULT_MANIFEST = Path(__file__).resolve().parent.parent / "compose" / "emulator.yaml"
 
 
@@ -45,7 +54,7 @@ class Resource:
 
     @property
     def name(self) -> str:
-        return str(self.spec.get(f"{self.kind}Name", "?"))
+        return str(self.spec.get(NAME_FIELDS.get(self.kind, f"{self.kind}Name"), "?"))
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,10 @@ class Manifest:
     @property
     def endpoints(self) -> list[str]:
         return [r.name for r in self.resources if r.kind == "Endpoint"]
+
+    @property
+    def agent_runtimes(self) -> list[str]:
+        return [r.name for r in self.resources if r.kind == "AgentRuntime"]
 
     @classmethod
     def from_obj(cls, obj: Any, source: str = "<inline>") -> Manifest:

@@ -17,8 +17,9 @@ with emulator_in_thread(config, manifest) as emu:   # for synchronous callers (b
 ```
 
 `run_emulator` creates the manifest's resources through the control-plane code, waits until its
-endpoints are InService (raising `EmulatorStartError` with the FailureReason if one fails), and on
-exit stops every replica it started. Ports 0 pick free ports; `emu.env` has the real ones.
+endpoints are InService and its agent runtimes READY (raising `EmulatorStartError` with the
+failure reason if one fails), and on exit stops every replica it started. Ports 0 pick free
+ports; `emu.env` has the real ones.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ from hypercorn.asyncio import serve
 from hypercorn.config import Config as HypercornConfig
 
 from emulator import hypercorn_fixes
+from emulator.agent_runtimes import AgentRuntimeControl
 from emulator.app import Services, create_app
 from emulator.awserrors import AwsError
+from emulator.cloudformation import PATH as CLOUDFORMATION_PATH
 from emulator.config import EmulatorConfig
 from emulator.control_plane import ControlPlane
 from emulator.controller import Controller
@@ -47,6 +50,7 @@ from emulator.manifest import Manifest
 from emulator.routing import Router
 from emulator.runtimes import make_runtime
 from emulator.state import Store
+from emulator.sts import PATH as STS_PATH
 from emulator.tls import TlsFiles, ensure_tls
 
 
@@ -67,33 +71,51 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def client_env(config: EmulatorConfig, http_url: str, h2_url: str, ca: str) -> dict[str, str]:
+    """The variables that point unmodified AWS clients at an emulator (boto3 reads
+    `AWS_ENDPOINT_URL_<service id in upper snake case>`)."""
+    akid, secret = next(iter(config.sigv4_keys.items()), ("test", "test"))
+    return {
+        "AWS_ENDPOINT_URL_SAGEMAKER": http_url,
+        "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": http_url,
+        "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2": h2_url,
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": http_url,
+        "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE": http_url,
+        "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL": http_url,
+        "AWS_ENDPOINT_URL_STS": f"{http_url}{STS_PATH}",
+        "AWS_ENDPOINT_URL_CLOUDFORMATION": f"{http_url}{CLOUDFORMATION_PATH}",
+        "AWS_CA_BUNDLE": ca,
+        "AWS_REGION": config.region,
+        "AWS_DEFAULT_REGION": config.region,
+        "AWS_ACCESS_KEY_ID": akid,
+        "AWS_SECRET_ACCESS_KEY": secret,
+    }
+
+
 class Emulator:
     """A running emulator."""
 
-    def __init__(self, services: Services, tls: TlsFiles, http_port: int, h2_port: int) -> None:
+    def __init__(self, services: Services, tls: TlsFiles, http_url: str, h2_url: str) -> None:
         self.services = services
         self.config = services.config
         self.store = services.store
         self.control_plane = services.control_plane
+        self.agent_runtimes = services.agent_runtimes
         self.tls = tls
-        self.http_url = f"http://{self.config.host}:{http_port}"
-        self.h2_url = f"https://{self.config.tls_hostname}:{h2_port}"
+        self.http_url = http_url
+        self.h2_url = h2_url
 
     @property
     def env(self) -> dict[str, str]:
         """The variables that point unmodified AWS clients at this emulator."""
-        akid, secret = next(iter(self.config.sigv4_keys.items()), ("test", "test"))
-        return {
-            "AWS_ENDPOINT_URL_SAGEMAKER": self.http_url,
-            "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": self.http_url,
-            "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2": self.h2_url,
-            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": self.http_url,
-            "AWS_CA_BUNDLE": str(self.tls.ca),
-            "AWS_REGION": self.config.region,
-            "AWS_DEFAULT_REGION": self.config.region,
-            "AWS_ACCESS_KEY_ID": akid,
-            "AWS_SECRET_ACCESS_KEY": secret,
-        }
+        return client_env(self.config, self.http_url, self.h2_url, str(self.tls.ca))
+
+    def runtime_arn(self, name: str) -> str:
+        """The ARN of the agent runtime named `name` (KeyError if there is none)."""
+        for runtime in self.store.agent_runtimes.values():
+            if runtime.name == name:
+                return runtime.arn
+        raise KeyError(name)
 
     def info(self) -> dict[str, Any]:
         return {
@@ -107,7 +129,7 @@ class Emulator:
 
     def apply(self, manifest: Manifest) -> None:
         """Create the manifest's resources, in order, through the control-plane operations."""
-        operations = self.control_plane.operations()
+        operations = {**self.control_plane.operations(), **self.agent_runtimes.operations()}
         for resource in manifest.resources:
             try:
                 operations[resource.operation](resource.spec)
@@ -116,22 +138,34 @@ class Emulator:
                     f"{manifest.source}: {resource.kind} {resource.name}: {err.message}"
                 ) from err
 
-    async def wait_in_service(self, names: list[str], limit_s: float | None = None) -> None:
-        """Wait until every named endpoint is InService; raise EmulatorStartError if one fails."""
+    async def wait_in_service(self, manifest: Manifest, limit_s: float | None = None) -> None:
+        """Wait until the manifest's endpoints are InService and its agent runtimes READY; raise
+        EmulatorStartError if one fails."""
         limit = limit_s if limit_s is not None else self.config.startup_timeout_s + 30
         deadline = time.monotonic() + limit
         while True:
-            states = {name: self.store.endpoints.get(name) for name in names}
-            for name, ep in states.items():
-                if ep is None:
-                    raise EmulatorStartError(f"endpoint {name} does not exist")
-                if ep.status == "Failed":
-                    raise EmulatorStartError(f"endpoint {name} failed: {ep.failure_reason}")
-            if all(ep is not None and ep.status == "InService" for ep in states.values()):
+            states = {f"endpoint {name}": self._endpoint_state(name) for name in manifest.endpoints}
+            states |= {f"agent runtime {name}": self._runtime_state(name) for name in manifest.agent_runtimes}
+            for what, (state, reason) in states.items():
+                if state is None:
+                    raise EmulatorStartError(f"{what} does not exist")
+                if state in {"Failed", "CREATE_FAILED"}:
+                    raise EmulatorStartError(f"{what} failed: {reason}")
+            if all(state in {"InService", "READY"} for state, _ in states.values()):
                 return
             if time.monotonic() > deadline:
-                raise EmulatorStartError(f"endpoints {names} not InService after {limit:g} s")
+                raise EmulatorStartError(f"{', '.join(states)} not all ready after {limit:g} s")
             await asyncio.sleep(0.05)
+
+    def _endpoint_state(self, name: str) -> tuple[str | None, str | None]:
+        ep = self.store.endpoints.get(name)
+        return (ep.status, ep.failure_reason) if ep is not None else (None, None)
+
+    def _runtime_state(self, name: str) -> tuple[str | None, str | None]:
+        for runtime in self.store.agent_runtimes.values():
+            if runtime.name == name:
+                return runtime.status, runtime.failure_reason
+        return None, None
 
 
 @contextlib.asynccontextmanager
@@ -156,6 +190,8 @@ async def run_emulator(
         raise
     http_port, h2_port = http_sock.getsockname()[1], h2_sock.getsockname()[1]
 
+    http_url = f"http://{config.host}:{http_port}"
+    h2_url = f"https://{config.tls_hostname}:{h2_port}"
     store = Store()
     client = httpx.AsyncClient(trust_env=False, timeout=config.invoke_timeout_s)
     controller = Controller(config, store, runtime, client)
@@ -165,11 +201,19 @@ async def run_emulator(
         store=store,
         runtime=runtime,
         control_plane=ControlPlane(config, store, runtime, controller),
+        agent_runtimes=AgentRuntimeControl(
+            store,
+            controller,
+            region=config.region,
+            account_id=config.account_id,
+            logs=config.home_dir / "logs",
+            platform_env=client_env(config, http_url, h2_url, str(tls.ca)),
+        ),
         router=Router(store, config.account_id),
         http=client,
         info=lambda: emulator.info() if emulator is not None else {},
     )
-    emulator = Emulator(services, tls, http_port, h2_port)
+    emulator = Emulator(services, tls, http_url, h2_url)
 
     hypercorn_fixes.apply()
     hyper = HypercornConfig()
@@ -186,8 +230,8 @@ async def run_emulator(
     reconciler = loop.create_task(controller.run())
     try:
         emulator.apply(manifest)
-        if wait and manifest.endpoints:
-            await emulator.wait_in_service(manifest.endpoints)
+        if wait:
+            await emulator.wait_in_service(manifest)
         yield emulator
     finally:
         reconciler.cancel()

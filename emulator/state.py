@@ -3,7 +3,9 @@
 Everything here is touched from the one event loop that runs the app and the controller, so there
 are no locks. An endpoint holds at most two deployments (a deployment = one EndpointConfig made
 real): `current` serves traffic; `pending` is being brought up by CreateEndpoint or UpdateEndpoint
-and replaces `current` once every one of its replicas answers /ping.
+and replaces `current` once every one of its replicas answers /ping. An AgentCore agent runtime
+works the same way with one replica per version: `current` serves, `pending` is the version that
+CreateAgentRuntime or UpdateAgentRuntime is bringing up.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class Replica:
     variant: str
     model: Model
     log_path: Path
+    container_args: tuple[str, ...] = ("serve",)
+    """Arguments after the image: SageMaker runs `IMAGE serve`, AgentCore the image's own command."""
     phase: str = "Pending"
     """Pending -> Starting -> Running -> (Terminating ->) Exited."""
     handle: ReplicaHandle | None = None
@@ -84,6 +88,46 @@ class Endpoint:
         return [d for d in (self.current, self.pending) if d is not None]
 
 
+@dataclass(eq=False)
+class RuntimeEndpoint:
+    """A named AgentCore runtime endpoint (a qualifier); `DEFAULT` always exists."""
+
+    name: str
+    arn: str
+    id: str
+    target_version: str
+    description: str | None = None
+    created: float = field(default_factory=time.time)
+    modified: float = field(default_factory=time.time)
+
+
+@dataclass(eq=False)
+class AgentRuntime:
+    """An AgentCore agent runtime: the API's fields and the replica serving each version."""
+
+    id: str
+    name: str
+    arn: str
+    request: dict[str, object]
+    """The last CreateAgentRuntime/UpdateAgentRuntime request (what GetAgentRuntime echoes)."""
+    version: int = 1
+    status: str = "CREATING"
+    """CREATING | UPDATING -> READY, or CREATE_FAILED | UPDATE_FAILED; DELETING, then gone."""
+    failure_reason: str | None = None
+    created: float = field(default_factory=time.time)
+    modified: float = field(default_factory=time.time)
+    current: Replica | None = None
+    pending: Replica | None = None
+    started: float = field(default_factory=time.monotonic)
+    """When the pending version began starting (for the startup timeout)."""
+    endpoints: dict[str, RuntimeEndpoint] = field(default_factory=dict)
+    deleting: asyncio.Task[None] | None = field(default=None, repr=False)
+    healthy: bool = True
+
+    def replicas(self) -> list[Replica]:
+        return [r for r in (self.current, self.pending) if r is not None]
+
+
 @dataclass(frozen=True)
 class Event:
     time: float
@@ -110,6 +154,8 @@ class Store:
     models: dict[str, Model] = field(default_factory=dict)
     configs: dict[str, EndpointConfig] = field(default_factory=dict)
     endpoints: dict[str, Endpoint] = field(default_factory=dict)
+    agent_runtimes: dict[str, AgentRuntime] = field(default_factory=dict)
+    """By agentRuntimeId."""
     events: EventLog = field(default_factory=EventLog)
 
 

@@ -27,6 +27,9 @@ class StartRequest:
     environment: dict[str, str]
     model_dir: Path | None
     log_path: Path
+    args: tuple[str, ...] = ("serve",)
+    """Arguments after the image (`docker run IMAGE serve` on SageMaker; none on AgentCore, which
+    runs the image's own command and sends traffic to port 8080)."""
 
 
 class ReplicaHandle(Protocol):

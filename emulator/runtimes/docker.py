@@ -105,7 +105,7 @@ class DockerRuntime:
             args += ["-v", f"{request.model_dir}:/opt/ml/model:ro"]
         for key, value in request.environment.items():
             args += ["-e", f"{key}={value}"]
-        code, out, err = await _docker(*args, request.image, "serve")
+        code, out, err = await _docker(*args, request.image, *request.args)
         if code != 0:
             raise RuntimeUnavailable(f"docker run {request.image} failed: {err}")
         container_id = out.splitlines()[-1]

@@ -1,4 +1,5 @@
-"""Fixtures shared by every test package: one real tts container per test session."""
+"""Fixtures shared by every test package: one real tts container per test session; docker-marked tests
+need a Docker engine (skipped without one, failed in CI: tests/support/docker.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from dataclasses import dataclass
 import pytest
 
 from emulator.processes import child, free_port
+from tests.support.docker import require_docker
 from tests.support.paths import REPO
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("docker") is not None:
+        require_docker()
 
 
 @dataclass(frozen=True)

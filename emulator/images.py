@@ -9,7 +9,9 @@ and proxy-friendly:
   present nor pullable (no Docker Hub: offline machines, registries only through a company proxy), a
   local base is made once from Debian's packages: `debootstrap --variant=minbase` of trixie with
   python3 and python3-venv (Python 3.13), imported through the SDK as `LOCAL_BASE`. Its label
-  `LOCAL_BASE_LABEL` holds a hash of the recipe, so later builds reuse it and a changed recipe rebuilds.
+  `LOCAL_BASE_LABEL` holds a hash of the recipe, so later builds reuse it and a changed recipe rebuilds;
+  the root filesystem is also kept as a tarball in `BASE_CACHE`, so an engine that lost its images
+  (a fresh dockerd, another storage driver) gets the base back in seconds.
 - Trust and index. pip inside the build uses the machine's CA bundle (`SSL_CERT_FILE`, `PIP_CERT`,
   `REQUESTS_CA_BUNDLE`, or pip's `cert` setting) and its index settings (`pip config list`: index-url,
   extra-index-url, trusted-host, including `PIP_*` variables), written into the build context as
@@ -50,6 +52,7 @@ LOCAL_BASE_LABEL = "voice-agent-aws.base-recipe"
 DEBIAN_SUITE = "trixie"
 DEBIAN_PACKAGES = ("python3", "python3-venv", "ca-certificates")
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
+BASE_CACHE = Path("~/.cache/voice-agent-aws/base-image")
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "FTP_PROXY", "NO_PROXY", "ALL_PROXY")
 BUILD_CONFIG = "build-config"
 """The folder of the build context that the Dockerfiles' build stage reads (see build-config/README.md)."""
@@ -97,17 +100,23 @@ def _local_base_is_current(client: docker.DockerClient) -> bool:
     return labels.get(LOCAL_BASE_LABEL) == _recipe_hash()
 
 
-def build_local_base(client: docker.DockerClient, progress: Progress = _quiet) -> str:
-    """debootstrap a minimal Debian with Python and import it as LOCAL_BASE (root and debootstrap needed)."""
+def _rootfs_tarball(progress: Progress) -> Path:
+    """The base's root filesystem as a tarball, made once with debootstrap (root and debootstrap needed)."""
+    cache = BASE_CACHE.expanduser()
+    tarball = cache / f"{DEBIAN_SUITE}-{_recipe_hash()}.tar"
+    if tarball.is_file():
+        return tarball
     debootstrap = shutil.which("debootstrap")
     if debootstrap is None or os.geteuid() != 0:
         raise ImageBuildError(
             "the base image cannot be pulled and no local base exists; making one needs root and "
             "debootstrap (apt-get install debootstrap), or pull/load a base and set EMULATOR_BASE_IMAGE"
         )
-    started = time.monotonic()
-    progress(f"building the local base {LOCAL_BASE} from Debian {DEBIAN_SUITE} packages (debootstrap) ...")
-    with tempfile.TemporaryDirectory(prefix="base-rootfs-") as tmp:
+    progress(
+        f"making the root filesystem of {LOCAL_BASE} from Debian {DEBIAN_SUITE} packages (debootstrap) ..."
+    )
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="base-rootfs-", dir=cache) as tmp:
         rootfs = Path(tmp) / "rootfs"
         argv = [
             debootstrap,
@@ -121,22 +130,30 @@ def build_local_base(client: docker.DockerClient, progress: Progress = _quiet) -
         if result.returncode != 0:
             tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-10:])
             raise ImageBuildError(f"debootstrap failed (status {result.returncode}):\n{tail}")
-        for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
-            for item in (rootfs / cache).glob("*"):
+        for cached in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for item in (rootfs / cached).glob("*"):
                 if item.is_file():
                     item.unlink()
-        archive = Path(tmp) / "rootfs.tar"
-        with tarfile.open(archive, "w") as tar:
+        partial = Path(tmp) / "rootfs.tar"
+        with tarfile.open(partial, "w") as tar:
             for child in sorted(rootfs.iterdir()):
                 tar.add(child, arcname=child.name)
-        repository, tag = LOCAL_BASE.rsplit(":", 1)
-        changes = [
-            f"LABEL {LOCAL_BASE_LABEL}={_recipe_hash()}",
-            "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8",
-            'CMD ["python3"]',
-        ]
-        with archive.open("rb") as source:
-            client.api.import_image(src=source, repository=repository, tag=tag, changes=changes)
+        partial.replace(tarball)
+    return tarball
+
+
+def build_local_base(client: docker.DockerClient, progress: Progress = _quiet) -> str:
+    """Import the Debian root filesystem (made once) as LOCAL_BASE, labelled with the recipe's hash."""
+    started = time.monotonic()
+    tarball = _rootfs_tarball(progress)
+    repository, tag = LOCAL_BASE.rsplit(":", 1)
+    changes = [
+        f"LABEL {LOCAL_BASE_LABEL}={_recipe_hash()}",
+        "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8",
+        'CMD ["python3"]',
+    ]
+    with tarball.open("rb") as source:
+        client.api.import_image(src=source, repository=repository, tag=tag, changes=changes)
     progress(f"built {LOCAL_BASE} in {time.monotonic() - started:.0f} s")
     return LOCAL_BASE
 

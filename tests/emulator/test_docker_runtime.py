@@ -114,7 +114,7 @@ def test_start_removes_what_a_dead_emulator_of_this_home_left_and_nothing_else(t
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
     )
     home, other_home = (tmp_path / "home").resolve(), (tmp_path / "other").resolve()
-    live_pid = str(os.getpid())
+    live_pid = str(os.getppid())  # a live process other than this one
     specs = {
         "leftover": {OWNER_HOME: str(home), OWNER_INSTANCE: "crashed", OWNER_PID: dead.stdout.strip()},
         "running-emulator": {OWNER_HOME: str(home), OWNER_INSTANCE: "alive", OWNER_PID: live_pid},

@@ -30,6 +30,7 @@ import httpx
 
 from emulator.config import ConfigError, EmulatorConfig
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest
+from emulator.processes import pid_alive
 from emulator.runtimes import RuntimeUnavailable
 from emulator.server import Emulator, EmulatorStartError, run_emulator
 
@@ -45,16 +46,6 @@ def _state_path(config: EmulatorConfig) -> Path:
     return config.home_dir / STATE_FILE
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def read_state(config: EmulatorConfig) -> dict[str, Any] | None:
     """The running emulator's record, or None (a record left by a dead process is removed)."""
     path = _state_path(config)
@@ -62,7 +53,7 @@ def read_state(config: EmulatorConfig) -> dict[str, Any] | None:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(state, dict) or not _alive(int(state.get("pid", 0))):
+    if not isinstance(state, dict) or not pid_alive(int(state.get("pid", 0))):
         path.unlink(missing_ok=True)
         return None
     return state
@@ -227,9 +218,9 @@ def cmd_down(args: argparse.Namespace) -> int:
     pid = int(state["pid"])
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + config.stop_grace_s + 15
-    while _alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _alive(pid):
+    if pid_alive(pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         print(f"emulator (pid {pid}) did not stop in time: killed", file=sys.stderr)

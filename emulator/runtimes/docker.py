@@ -31,6 +31,7 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
+from emulator.processes import pid_alive
 from emulator.runtimes import BIDI_LABEL, ReplicaHandle, RuntimeUnavailable, StartRequest
 
 log = logging.getLogger("emulator.docker")
@@ -52,16 +53,6 @@ def connect() -> docker.DockerClient:
         raise RuntimeUnavailable(f"no Docker engine: {exc}") from exc
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_leftovers(client: docker.DockerClient, home: Path, keep_instance: str | None = None) -> list[str]:
     """Remove the containers of dead emulators with this home; return their names."""
     removed = []
@@ -70,7 +61,7 @@ def remove_leftovers(client: docker.DockerClient, home: Path, keep_instance: str
         if labels.get(OWNER_INSTANCE) == keep_instance:
             continue
         pid = labels.get(OWNER_PID, "")
-        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and pid_alive(int(pid)):
             continue
         with contextlib.suppress(docker.errors.NotFound):
             container.remove(force=True)

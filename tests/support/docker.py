@@ -22,6 +22,9 @@ from emulator.runtimes.docker import connect
 
 # testcontainers' reaper (Ryuk) is an image from Docker Hub; every test removes its own containers.
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+# The engine runs on this host and publishes on 127.0.0.1; testcontainers would take a /.dockerenv here
+# for "inside a container" and aim at the bridge gateway instead.
+os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
 
 TTS_IMAGE = "voice-agent-aws/kokoro-tts:latest"
 ECHO_IMAGE = "voice-agent-aws/echo:latest"

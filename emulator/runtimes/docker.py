@@ -91,7 +91,7 @@ class DockerReplica:
         return self.exited.result()
 
     async def stop(self, grace_s: float) -> None:
-        with contextlib.suppress(docker.errors.NotFound):
+        with contextlib.suppress(docker.errors.APIError):  # gone already, or being removed
             await asyncio.to_thread(self.container.stop, timeout=max(0, round(grace_s)))
         await self._remove()
 
@@ -106,7 +106,7 @@ class DockerReplica:
 
     async def _remove(self) -> None:
         self.runtime.forget(self.container.id)
-        with contextlib.suppress(docker.errors.NotFound):
+        with contextlib.suppress(docker.errors.APIError):  # gone already, or removal in progress
             await asyncio.to_thread(self.container.remove, force=True)
 
 

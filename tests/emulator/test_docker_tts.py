@@ -86,8 +86,9 @@ def test_a_killed_container_fails_its_session_at_once_and_is_replaced(emu: Emula
     async def killed_mid_session() -> float:
         client = await bidi_client(emu)
         stream = await open_stream(client, "kokoro-82m")
-        long_text = " ".join([BINARY_PART] * 12)
-        await stream.input_stream.send(part(json.dumps({"text": long_text, "request_id": "long"}).encode()))
+        for index in range(6):  # one sentence per request: audio starts after the first
+            request = {"text": BINARY_PART, "request_id": f"r{index}"}
+            await stream.input_stream.send(part(json.dumps(request).encode()))
         _, events = await stream.await_output()
         while (await next_part(events, within_s=120)).data_type != "BINARY":
             pass  # synthesis is under way once the first audio arrives

@@ -98,8 +98,14 @@ def test_gpu_dockerfile_parses_in_the_engine():
 @pytest.mark.docker
 @pytest.mark.timeout(900)
 def test_cpu_image_carries_the_label_and_serves():
-    image = docker_client().images.get(built(TTS_IMAGE))
+    client = docker_client()
+    image = client.images.get(built(TTS_IMAGE))
     assert image.labels[BIDI_LABEL] == "true"
+    history = " ".join(str(step.get("CreatedBy", "")) for step in image.history())
+    assert "build-config" not in history and "PIP_CONFIG_FILE" not in history, "build settings stay out"
+    probe = "import os; print(os.path.exists('/tmp/build-config'), os.path.exists('/opt/kokoro'))"
+    seen = client.containers.run(TTS_IMAGE, entrypoint=["python", "-c", probe], remove=True)
+    assert seen.split() == [b"False", b"True"], "no CA bundle or pip.conf in the image; the weights are"
     container = (
         DockerContainer(TTS_IMAGE)
         .with_command("serve")

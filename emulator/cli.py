@@ -1,8 +1,11 @@
-"""`python -m emulator up|down|status|env`.
+"""`python -m emulator up|down|status|logs|env`.
 
 `up` runs the emulator in the foreground until Ctrl-C (or SIGTERM), printing the `export` lines once
 the manifest's endpoints are InService; `up --detach` starts that same command in the background and
-returns once it is ready. A running emulator records itself in `<home>/emulator.json`, which `env`,
+returns once it is ready. With `--runtime docker`, `up` first builds the images the manifest's models
+name that the engine lacks, from the repository's Dockerfiles, showing each step (`--no-build`
+refuses instead); `down` also removes the containers a crashed emulator of the same home left.
+A running emulator records itself in `<home>/emulator.json`, which `env`,
 `status` and `down` read. Output meant for the shell is on stdout (`eval "$(python -m emulator env)"`);
 progress and errors go to stderr.
 """
@@ -27,6 +30,7 @@ import httpx
 
 from emulator.config import ConfigError, EmulatorConfig
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest
+from emulator.processes import pid_alive
 from emulator.runtimes import RuntimeUnavailable
 from emulator.server import Emulator, EmulatorStartError, run_emulator
 
@@ -42,16 +46,6 @@ def _state_path(config: EmulatorConfig) -> Path:
     return config.home_dir / STATE_FILE
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def read_state(config: EmulatorConfig) -> dict[str, Any] | None:
     """The running emulator's record, or None (a record left by a dead process is removed)."""
     path = _state_path(config)
@@ -59,7 +53,7 @@ def read_state(config: EmulatorConfig) -> dict[str, Any] | None:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(state, dict) or not _alive(int(state.get("pid", 0))):
+    if not isinstance(state, dict) or not pid_alive(int(state.get("pid", 0))):
         path.unlink(missing_ok=True)
         return None
     return state
@@ -145,6 +139,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise CliError(
             f"an emulator is already running (pid {running['pid']}); stop it with `python -m emulator down`"
         )
+    config = dataclasses.replace(config, base_image=args.base_image or config.base_image)
+    if config.runtime == "docker":
+        _build_images(config, args.file, build=not args.no_build)
     if args.detach:
         return _detach(config, args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -153,11 +150,32 @@ def cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def _build_images(config: EmulatorConfig, manifest_path: str, *, build: bool) -> None:
+    """Build the manifest's missing images (progress on stderr), or refuse with `build=False`."""
+    from emulator.images import ImageBuildError, ensure_images
+
+    manifest = load_manifest(manifest_path)
+    try:
+        built = ensure_images(
+            manifest.model_images,
+            {**config.images, **manifest.images},
+            build=build,
+            base=config.base_image,
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    except ImageBuildError as exc:
+        raise CliError(str(exc)) from exc
+    if built:
+        print(f"# built {', '.join(built)}", file=sys.stderr, flush=True)
+
+
 def _detach(config: EmulatorConfig, args: argparse.Namespace) -> int:
     """Start `up` in its own session, logging to <home>/emulator.log; return once it is ready."""
     config.home_dir.mkdir(parents=True, exist_ok=True)
     log_path = config.home_dir / "emulator.log"
     argv = [sys.executable, "-m", "emulator", "up", "-f", str(args.file), "--home", str(config.home_dir)]
+    if config.runtime == "docker":
+        argv.append("--no-build")  # built above, with the progress on this terminal
     for flag, value in (
         ("--runtime", args.runtime),
         ("--http-port", args.http_port),
@@ -200,20 +218,35 @@ def cmd_down(args: argparse.Namespace) -> int:
     state = read_state(config)
     if state is None:
         print("no running emulator", file=sys.stderr)
+        _remove_leftover_containers(config)
         return 0
     pid = int(state["pid"])
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + config.stop_grace_s + 15
-    while _alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _alive(pid):
+    if pid_alive(pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         print(f"emulator (pid {pid}) did not stop in time: killed", file=sys.stderr)
     else:
         print(f"emulator (pid {pid}) stopped", file=sys.stderr)
     _state_path(config).unlink(missing_ok=True)
+    if state.get("runtime") == "docker":
+        _remove_leftover_containers(config)
     return 0
+
+
+def _remove_leftover_containers(config: EmulatorConfig) -> None:
+    """Remove the containers a dead emulator of this home left (where an engine answers)."""
+    from emulator.runtimes.docker import connect, remove_leftovers
+
+    try:
+        removed = remove_leftovers(connect(), config.home_dir.resolve())
+    except RuntimeUnavailable:
+        return
+    if removed:
+        print(f"removed {len(removed)} container(s) the emulator left: {', '.join(removed)}", file=sys.stderr)
 
 
 def _running_state(config: EmulatorConfig) -> dict[str, Any]:
@@ -331,14 +364,36 @@ def format_status(status: dict[str, Any]) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     config = _config(args)
-    state = _running_state(config)
+    status = _status(_running_state(config))
+    print(json.dumps(status, indent=2) if args.json else format_status(status))
+    return 0
+
+
+def _status(state: dict[str, Any]) -> dict[str, Any]:
     try:
-        status = httpx.get(f"{state['http_url']}/_emulator/status", timeout=5, trust_env=False).json()
+        return httpx.get(f"{state['http_url']}/_emulator/status", timeout=5, trust_env=False).json()
     except (httpx.HTTPError, ValueError) as exc:
         raise CliError(
             f"the emulator (pid {state['pid']}) does not answer at {state['http_url']}: {exc}"
         ) from exc
-    print(json.dumps(status, indent=2) if args.json else format_status(status))
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    """The last lines of each replica's output (process or container), or of the one named."""
+    config = _config(args)
+    status = _status(_running_state(config))
+    replicas = [r for ep in status["endpoints"] for r in ep["replicas"]]
+    chosen = [r for r in replicas if args.replica in (None, r["id"])]
+    if not chosen:
+        known = ", ".join(r["id"] for r in replicas) or "none"
+        raise CliError(f"no replica {args.replica} (replicas: {known})")
+    for replica in chosen:
+        try:
+            lines = Path(replica["log"]).read_text(errors="replace").splitlines()
+        except OSError:
+            lines = []
+        print(f"==> {replica['id']} ({replica['ident'] or 'not running'}) {replica['log']} <==")
+        print("\n".join(lines[-args.tail :]))
     return 0
 
 
@@ -353,6 +408,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     up.add_argument("--detach", action="store_true", help="run in the background; return once InService")
     up.add_argument("--runtime", choices=["process", "docker"])
+    up.add_argument(
+        "--no-build", action="store_true", help="docker: fail when an image is missing instead of building it"
+    )
+    up.add_argument("--base-image", help="docker: BASE_IMAGE of the images built (default python:3.12-slim)")
     up.add_argument("--http-port", type=int)
     up.add_argument("--h2-port", type=int)
     for name, help_text in (
@@ -363,12 +422,15 @@ def main(argv: list[str] | None = None) -> int:
         command = sub.add_parser(name, help=help_text)
         if name in {"status", "env"}:
             command.add_argument("--json", action="store_true")
+    logs = sub.add_parser("logs", help="the output of the replicas (processes or containers)")
+    logs.add_argument("replica", nargs="?", help="one replica id (default: all)")
+    logs.add_argument("-n", "--tail", type=int, default=50, help="lines per replica (default 50)")
     for command in sub.choices.values():
         command.add_argument(
             "--home", help="emulator home (default EMULATOR_HOME or ~/.cache/voice-agent-aws/emulator)"
         )
     args = parser.parse_args(argv)
-    handlers = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "env": cmd_env}
+    handlers = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "logs": cmd_logs, "env": cmd_env}
     try:
         return handlers[args.command](args)
     except (CliError, ConfigError, EmulatorStartError, RuntimeUnavailable) as exc:

@@ -24,15 +24,18 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class ImageSpec:
-    """How the `process` runtime runs an image: a command line and the image's labels.
+    """What the emulator knows of an image without an engine: how the `process` runtime runs it (a
+    command line and the image's labels), and which Dockerfile builds it for the `docker` runtime.
 
     `command` items may hold `{python}`, `{host}`, `{port}` and `{model_dir}` placeholders.
     `bidirectional` stands in for the image label
     `com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true`.
+    `dockerfile` is relative to the repository root, the build context (`emulator/images.py`).
     """
 
     command: tuple[str, ...]
     bidirectional: bool = True
+    dockerfile: str | None = None
 
     @classmethod
     def from_obj(cls, obj: Any) -> ImageSpec:
@@ -41,9 +44,11 @@ class ImageSpec:
         if isinstance(obj, list | tuple):
             return cls(command=tuple(str(x) for x in obj))
         if isinstance(obj, Mapping) and isinstance(obj.get("command"), list | tuple):
+            dockerfile = obj.get("dockerfile")
             return cls(
                 command=tuple(str(x) for x in obj["command"]),
                 bidirectional=bool(obj.get("bidirectional", True)),
+                dockerfile=str(dockerfile) if dockerfile else None,
             )
         raise ConfigError(f"an image entry needs a command list, got {obj!r}")
 
@@ -53,13 +58,21 @@ class ImageSpec:
 
 
 def default_images() -> dict[str, ImageSpec]:
-    """Image name -> local command for the `process` runtime (matched on the repository's last part):
-    the tts container, the voice agent (an AgentCore runtime image) and the echo test container."""
+    """Image name -> local command (`process` runtime) and Dockerfile (`docker` runtime), matched on the
+    repository's last part: the tts container, the voice agent (an AgentCore runtime image) and the echo
+    test container."""
     return {
-        "kokoro-tts": ImageSpec(("{python}", "-m", "tts", "serve", "--host", "{host}", "--port", "{port}")),
-        "agent": ImageSpec(("{python}", "-m", "agent", "serve", "--host", "{host}", "--port", "{port}")),
+        "kokoro-tts": ImageSpec(
+            ("{python}", "-m", "tts", "serve", "--host", "{host}", "--port", "{port}"),
+            dockerfile="tts/Dockerfile",
+        ),
+        "agent": ImageSpec(
+            ("{python}", "-m", "agent", "serve", "--host", "{host}", "--port", "{port}"),
+            dockerfile="agent/Dockerfile",
+        ),
         "echo": ImageSpec(
-            ("{python}", "-m", "emulator.echo_container", "--host", "{host}", "--port", "{port}")
+            ("{python}", "-m", "emulator.echo_container", "--host", "{host}", "--port", "{port}"),
+            dockerfile="emulator/echo.Dockerfile",
         ),
     }
 
@@ -77,6 +90,8 @@ class EmulatorConfig:
     """CA, certificates, extracted model data, replica logs, the detached emulator's state file."""
     runtime: str = "process"
     """`process` (local commands) or `docker`."""
+    base_image: str = "python:3.12-slim"
+    """BASE_IMAGE of the images `up --runtime docker` builds; a local Debian base when it cannot be pulled."""
     region: str = "us-east-1"
     account_id: str = "123456789012"
     images: Mapping[str, ImageSpec] = field(default_factory=default_images)

@@ -71,6 +71,18 @@ class Manifest:
     def agent_runtimes(self) -> list[str]:
         return [r.name for r in self.resources if r.kind == "AgentRuntime"]
 
+    @property
+    def model_images(self) -> list[str]:
+        """The container images the manifest's models name, in order, once each."""
+        images = []
+        for resource in self.resources:
+            if resource.kind == "Model":
+                containers = resource.spec.get("Containers") or [{}]
+                primary = resource.spec.get("PrimaryContainer") or containers[0]
+                if isinstance(primary, dict) and isinstance(primary.get("Image"), str):
+                    images.append(primary["Image"])
+        return list(dict.fromkeys(images))
+
     @classmethod
     def from_obj(cls, obj: Any, source: str = "<inline>") -> Manifest:
         if isinstance(obj, list):

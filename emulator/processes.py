@@ -16,6 +16,17 @@ from pathlib import Path
 import httpx
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))

@@ -236,6 +236,7 @@ async def run_emulator(
     finally:
         reconciler.cancel()
         await controller.shutdown()
+        runtime.close()
         stop.set()
         with contextlib.suppress(Exception, asyncio.CancelledError):
             async with asyncio.timeout(5):

@@ -1,7 +1,8 @@
 """Runtimes start replicas of a model container: `process` (local commands) or `docker`.
 
 The controller only sees this interface: start a replica of an image with an environment and a
-model directory, learn its port, wait for its exit, stop it (SIGTERM, then SIGKILL after a grace).
+model directory, learn its port, wait for its exit, stop it (SIGTERM, then SIGKILL after a grace);
+the emulator closes the runtime when it exits.
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ class Runtime(Protocol):
 
     async def start(self, request: StartRequest) -> ReplicaHandle: ...
 
+    def close(self) -> None:
+        """Release what the runtime holds open (the emulator is exiting; its replicas are stopped)."""
+        ...
+
 
 def make_runtime(config: EmulatorConfig) -> Runtime:
     if config.runtime == "process":
@@ -73,5 +78,5 @@ def make_runtime(config: EmulatorConfig) -> Runtime:
     if config.runtime == "docker":
         from emulator.runtimes.docker import DockerRuntime
 
-        return DockerRuntime(host=config.host)
+        return DockerRuntime(host=config.host, home=config.home_dir)
     raise RuntimeUnavailable(f"unknown runtime {config.runtime!r}: use 'process' or 'docker'")

@@ -91,6 +91,9 @@ class ProcessRuntime:
     async def check(self) -> None:
         return None
 
+    def close(self) -> None:
+        return None
+
     def check_image(self, image: str) -> None:
         self._spec(image)
 

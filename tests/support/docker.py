@@ -1,24 +1,61 @@
-"""Whether a Docker engine answers here; tests that need one skip with the reason."""
+"""The Docker engine and the images that the docker tests use.
+
+Docker-marked tests run against the engine that answers (`scripts/test` starts one where the machine
+allows it). Where none answers they skip with the reason, except in CI (`CI=true`), where they fail:
+CI must run them. The images come from the repository's Dockerfiles through `emulator.images`, the
+same code as `python -m emulator up --runtime docker`, built once per test session when missing.
+"""
 
 from __future__ import annotations
 
 import functools
-import shutil
-import subprocess
+import os
+import sys
+
+import docker
+import pytest
+
+from emulator.config import default_images
+from emulator.images import ensure_images
+from emulator.runtimes import RuntimeUnavailable
+from emulator.runtimes.docker import connect
+
+# testcontainers' reaper (Ryuk) is an image from Docker Hub; every test removes its own containers.
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+# The engine runs on this host and publishes on 127.0.0.1; testcontainers would take a /.dockerenv here
+# for "inside a container" and aim at the bridge gateway instead.
+os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
+
+TTS_IMAGE = "voice-agent-aws/kokoro-tts:latest"
+ECHO_IMAGE = "voice-agent-aws/echo:latest"
 
 
 @functools.cache
 def docker_unavailable() -> str | None:
-    """None when `docker info` works, else why not (no CLI, or no engine behind it)."""
-    if shutil.which("docker") is None:
-        return "no docker CLI on PATH"
+    """None when a Docker engine answers, else why not."""
     try:
-        result = subprocess.run(
-            ["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=10
-        )
-    except subprocess.TimeoutExpired:
-        return "docker info timed out: no Docker engine reachable"
-    if result.returncode != 0:
-        detail = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "docker info failed"
-        return f"no Docker engine: {detail}"
+        connect().ping()
+    except (RuntimeUnavailable, docker.errors.DockerException) as exc:
+        return str(exc)
     return None
+
+
+def require_docker() -> None:
+    """Skip without an engine; in CI fail instead."""
+    reason = docker_unavailable()
+    if reason is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI runs the docker tests, but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@functools.cache
+def built(image: str) -> str:
+    """`image` in the engine, built from its Dockerfile (progress on stderr) when missing."""
+    ensure_images([image], default_images(), progress=lambda line: print(line, file=sys.stderr, flush=True))
+    return image
+
+
+def docker_client() -> docker.DockerClient:
+    return connect()

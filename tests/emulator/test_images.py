@@ -1,0 +1,70 @@
+"""What an image build takes from the machine (emulator/images.py): the CA bundle and pip's index
+settings for the build stage, proxies as build arguments; which Dockerfile builds which image."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from emulator.config import default_images
+from emulator.images import ImageBuildError, build_config_files, build_requests, proxy_build_args
+from tests.support import docker as docker_support
+
+
+def test_the_configured_ca_bundle_and_remote_indexes_reach_the_build(tmp_path: Path) -> None:
+    bundle = tmp_path / "company-ca.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    pip = {
+        "index-url": "https://proxy.example/pypi/simple",
+        "extra-index-url": "file:///opt/pypi/simple https://mirror.example/simple",
+        "trusted-host": "proxy.example",
+        "cert": "/no/such/file.pem",
+    }
+    files = build_config_files({"REQUESTS_CA_BUNDLE": str(bundle)}, pip)
+    assert files["build-config/ca.pem"] == bundle.read_text()
+    conf = files["build-config/pip.conf"].splitlines()
+    assert "cert = /tmp/build-config/ca.pem" in conf
+    assert "index-url = https://proxy.example/pypi/simple" in conf
+    assert "extra-index-url = https://mirror.example/simple" in conf, "a file:// index is not in the build"
+    assert "trusted-host = proxy.example" in conf
+
+
+def test_without_configuration_pip_keeps_its_defaults() -> None:
+    files = build_config_files({}, {})
+    assert files == {"build-config/pip.conf": "[global]\n"}
+
+
+def test_pips_own_cert_setting_counts_when_no_variable_names_one(tmp_path: Path) -> None:
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("pem")
+    assert build_config_files({}, {"cert": str(bundle)})["build-config/ca.pem"] == "pem"
+
+
+def test_proxies_are_build_arguments() -> None:
+    args = proxy_build_args(
+        {"HTTPS_PROXY": "http://127.0.0.1:3128", "no_proxy": "localhost", "HOME": "/root"}
+    )
+    assert args == {"HTTPS_PROXY": "http://127.0.0.1:3128", "no_proxy": "localhost"}
+
+
+def test_the_repository_images_map_to_their_dockerfiles() -> None:
+    requests = build_requests(
+        ["voice-agent-aws/kokoro-tts:latest", "voice-agent-aws/echo:dev"], default_images()
+    )
+    assert [(r.image, r.dockerfile) for r in requests] == [
+        ("voice-agent-aws/kokoro-tts:latest", "tts/Dockerfile"),
+        ("voice-agent-aws/echo:dev", "emulator/echo.Dockerfile"),
+    ]
+    with pytest.raises(ImageBuildError, match="no Dockerfile is known for it"):
+        build_requests(["someone/else:1"], default_images())
+
+
+def test_in_ci_a_missing_engine_fails_instead_of_skipping(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(docker_support, "docker_unavailable", lambda: "no Docker engine: test")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI runs the docker tests"):
+        docker_support.require_docker()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="no Docker engine: test"):
+        docker_support.require_docker()

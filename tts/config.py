@@ -32,6 +32,7 @@ class TTSConfig:
     frame_ms: int = 100
     max_text_chars: int = 4000
     provider: str = "auto"
+    engine: str = "onnx"
     workers: int = 1
     host: str = "127.0.0.1"
     port: int = 8080
@@ -41,6 +42,8 @@ class TTSConfig:
             raise ValueError(f"TTS_FRAME_MS must be within 20-100 ms, got {self.frame_ms}")
         if self.provider not in {"auto", "cpu", "cuda"}:
             raise ValueError(f"TTS_PROVIDER must be auto, cpu or cuda, got {self.provider!r}")
+        if self.engine not in {"onnx", "torch", "auto"}:
+            raise ValueError(f"TTS_ENGINE must be onnx, torch or auto, got {self.engine!r}")
         if self.workers < 1:
             raise ValueError("TTS_WORKERS must be at least 1")
 
@@ -64,6 +67,7 @@ class TTSConfig:
             frame_ms=_env_int("TTS_FRAME_MS", cls.frame_ms),
             max_text_chars=_env_int("TTS_MAX_TEXT_CHARS", cls.max_text_chars),
             provider=env.get("TTS_PROVIDER") or cls.provider,
+            engine=env.get("TTS_ENGINE") or cls.engine,
             workers=_env_int("TTS_WORKERS", cls.workers),
             host=env.get("TTS_HOST") or cls.host,
             port=_env_int("TTS_PORT", cls.port),

@@ -233,3 +233,8 @@ async def test_invocations_bad_input_is_http_400_json(tts_server, body, code):
         assert response.status_code == 400
         assert response.json()["code"] == code
         assert (await client.get(f"{tts_server.http}/ping")).status_code == 200
+
+
+def test_ping_names_the_engine_and_its_device(tts_server):
+    body = httpx.get(f"{tts_server.http}/ping", timeout=10).json()
+    assert body == {"status": "ok", "engine": "onnx", "device": "CPUExecutionProvider"}

@@ -12,12 +12,12 @@ import json
 import threading
 import time
 
-import numpy as np
 import pytest
 import torch
 
 from tests.support.asr import transcribe, word_error_rate
-from tts.config import SAMPLE_RATE, TTSConfig
+from tests.support.audio import FRAME, log_mel_distance
+from tts.config import TTSConfig
 from tts.encoders import float_to_pcm16
 from tts.export import export_torch
 from tts.kmodel import (
@@ -33,7 +33,6 @@ from tts.kmodel import (
 from tts.synthesis import CancelFlag, SynthesisCancelled
 from tts.torch_engine import TorchEngine
 
-FRAME = 600  # samples per predicted duration frame (hop 5 x upsampling 10 x 6 x 2)
 SENTENCES = [
     "Thanks for waiting, I found your order.",
     "It shipped yesterday from our Denver warehouse and should arrive on Thursday.",
@@ -44,24 +43,6 @@ VOICE = "jm_kumo"
 @pytest.fixture(scope="module")
 def torch_engine(torch_model_dir) -> TorchEngine:
     return TorchEngine(TTSConfig(model_dir=torch_model_dir, engine="torch", threads=2))
-
-
-def log_mel(audio: np.ndarray, n_fft: int = 1024, hop: int = 256, n_mels: int = 80) -> np.ndarray:
-    """Log-mel spectrogram [frames, n_mels] (natural log, floor 1e-5), as vocoder papers compare them."""
-    spec = torch.stft(
-        torch.from_numpy(audio), n_fft, hop, window=torch.hann_window(n_fft), return_complex=True
-    ).abs()
-    freqs = np.linspace(0, SAMPLE_RATE / 2, n_fft // 2 + 1)
-    mel = lambda f: 2595 * np.log10(1 + f / 700)  # noqa: E731
-    edges = 700 * (10 ** (np.linspace(mel(0), mel(SAMPLE_RATE / 2), n_mels + 2) / 2595) - 1)
-    bank = np.maximum(
-        0,
-        np.minimum(
-            (freqs[None] - edges[:-2, None]) / (edges[1:-1, None] - edges[:-2, None]),
-            (edges[2:, None] - freqs[None]) / (edges[2:, None] - edges[1:-1, None]),
-        ),
-    )
-    return np.log(np.maximum(bank @ spec.numpy(), 1e-5)).T
 
 
 def test_the_export_is_byte_identical_when_run_twice(torch_model_dir, tmp_path):
@@ -130,9 +111,7 @@ def test_torch_and_onnx_engines_agree(torch_engine, engine, record_property):
         torch_audio = torch_engine.synthesize(tokens, VOICE, 1.0)
         frames = len(onnx_audio) / FRAME, len(torch_audio) / FRAME
         assert abs(frames[0] - frames[1]) <= max(2, 0.03 * frames[0]), frames
-        a, b = log_mel(onnx_audio), log_mel(torch_audio)
-        n = min(len(a), len(b))
-        distances.append(float(np.abs(a[:n] - b[:n]).mean()))
+        distances.append(log_mel_distance(onnx_audio, torch_audio))
         heard["onnx"].append(transcribe(float_to_pcm16(onnx_audio)))
         heard["torch"].append(transcribe(float_to_pcm16(torch_audio)))
     wer = {name: word_error_rate(reference, " ".join(parts)) for name, parts in heard.items()}

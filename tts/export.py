@@ -24,6 +24,14 @@ How the int8 graph maps back onto KModel's modules (dynamic quantization by onnx
 - The export's AdaIN instance norms have no affine parameters (the graph normalises and then applies
   only the style's gamma and beta), so KModel's `norm.weight`/`norm.bias` are 1 and 0. `bert.pooler` is
   not part of the export and not used by KModel's output: zeros.
+
+Loudness: KModel's audio from this export is about 3.5 dB quieter than the ONNX engine's (RMS ratio
+~0.67-0.70) with the same durations and transcripts. The cause is the ONNX graph, not the weights: its
+iSTFT (a traced torch-stft) multiplies by n_fft / hop = 4 but divides by the window's overlap sum only
+over the first 20 samples (that sum was traced as a 20-sample constant), whereas hexgrad's torch.istft
+divides everywhere; for a periodic Hann window of 20 at hop 5 the sum is 1.5, so the ONNX engine's
+output is 1.5x hexgrad's. The torch engine is the faithful one. (Waveforms still do not correlate sample
+by sample: the harmonic source starts at a random phase in both engines.)
 """
 
 from __future__ import annotations

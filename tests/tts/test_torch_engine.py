@@ -12,11 +12,13 @@ import json
 import threading
 import time
 
+import numpy as np
 import pytest
 import torch
 
 from tests.support.asr import transcribe, word_error_rate
 from tests.support.audio import FRAME, log_mel_distance
+from tts.assets import pypi_model
 from tts.config import TTSConfig
 from tts.encoders import float_to_pcm16
 from tts.export import export_torch
@@ -103,7 +105,7 @@ def test_torch_and_onnx_engines_agree(torch_engine, engine, record_property):
     quantizes its activations (uint8, per call) before every MatMul and LSTM, so a token's summed
     sigmoid can round to the neighbouring frame: a few frames per sentence, measured 0-1, allowed
     max(2, 3 %). WER: the torch engine's may exceed the ONNX engine's by at most 0.05."""
-    reference, heard, distances = " ".join(SENTENCES), {"onnx": [], "torch": []}, []
+    reference, heard, distances, loudness = " ".join(SENTENCES), {"onnx": [], "torch": []}, [], []
     for text in SENTENCES:
         (tokens,) = engine.segments(text, "en-us")
         assert torch_engine.segments(text, "en-us") == [tokens]
@@ -112,14 +114,47 @@ def test_torch_and_onnx_engines_agree(torch_engine, engine, record_property):
         frames = len(onnx_audio) / FRAME, len(torch_audio) / FRAME
         assert abs(frames[0] - frames[1]) <= max(2, 0.03 * frames[0]), frames
         distances.append(log_mel_distance(onnx_audio, torch_audio))
+        loudness.append(float(np.sqrt((torch_audio**2).mean() / (onnx_audio**2).mean())))
         heard["onnx"].append(transcribe(float_to_pcm16(onnx_audio)))
         heard["torch"].append(transcribe(float_to_pcm16(torch_audio)))
     wer = {name: word_error_rate(reference, " ".join(parts)) for name, parts in heard.items()}
     record_property("log_mel_l1", distances)
     record_property("wer", wer)
-    print(f"\nlog-mel L1 distance per sentence {[round(d, 3) for d in distances]}; WER {wer}")
+    record_property("rms_torch_over_onnx", loudness)
+    print(
+        f"\nlog-mel L1 distance per sentence {[round(d, 3) for d in distances]}; WER {wer}; "
+        f"RMS torch/onnx {[round(r, 3) for r in loudness]}"
+    )
     assert wer["torch"] <= wer["onnx"] + 0.05, heard
     assert max(distances) < 1.5, distances
+    assert all(0.55 < r < 0.8 for r in loudness), f"expected about 1/1.5 (the export's iSTFT), {loudness}"
+
+
+def test_the_onnx_exports_istft_is_one_and_a_half_times_hexgrads():
+    """The 3.5 dB loudness gap: the export's iSTFT (a traced torch-stft) multiplies by n_fft / hop = 4 and
+    divides by the window's overlap sum only over the first 20 samples (traced as a constant), where
+    torch.istft divides everywhere by that sum, 1.5 for a periodic Hann window of 20 at hop 5."""
+    import onnx
+    from kokoro.istftnet import TorchSTFT
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(pypi_model(TTSConfig.from_env().cache_dir))).graph
+    [basis] = [i for i in graph.initializer if i.name.endswith("stft.inverse_basis")]
+    generator = torch.Generator().manual_seed(0)
+    magnitude = torch.exp(torch.randn(1, 11, 2000, generator=generator) * 0.5 - 2)
+    phase = torch.sin(torch.randn(1, 11, 2000, generator=generator) * 3)
+    hexgrads = TorchSTFT(filter_length=20, hop_length=5, win_length=20).inverse(magnitude, phase).squeeze()
+    spectrum = torch.cat([magnitude * torch.cos(phase), magnitude * torch.sin(phase)], dim=1)
+    exported = (
+        torch.nn.functional.conv_transpose1d(
+            spectrum, torch.from_numpy(numpy_helper.to_array(basis)), stride=5
+        ).squeeze()[10:-10]
+        * 4.0
+    )
+    inner = slice(20, min(len(hexgrads), len(exported)) - 20)  # where both overlap-add fully
+    ratio = exported[inner].pow(2).mean().sqrt() / hexgrads[inner].pow(2).mean().sqrt()
+    assert torch.allclose(exported[inner], 1.5 * hexgrads[inner], atol=1e-5)
+    assert abs(ratio.item() - 1.5) < 1e-3
 
 
 def test_a_running_torch_forward_pass_can_be_cancelled(torch_engine):

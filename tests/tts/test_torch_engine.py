@@ -18,10 +18,10 @@ import torch
 
 from tests.support.asr import transcribe, word_error_rate
 from tests.support.audio import FRAME, log_mel_distance
-from tts.assets import pypi_model
+from tts.assets import AssetError, pypi_model
 from tts.config import TTSConfig
 from tts.encoders import float_to_pcm16
-from tts.export import export_torch
+from tts.export import export_model, export_torch
 from tts.kmodel import (
     COMPONENTS,
     CONFIG_FILE,
@@ -32,8 +32,8 @@ from tts.kmodel import (
     build_kmodel,
     load_state_strictly,
 )
-from tts.synthesis import CancelFlag, SynthesisCancelled
-from tts.torch_engine import TorchEngine
+from tts.synthesis import CancelFlag, SynthesisCancelled, engine_name
+from tts.torch_engine import EXPORT_SUBDIR, TorchEngine, model_directory
 
 SENTENCES = [
     "Thanks for waiting, I found your order.",
@@ -166,3 +166,24 @@ def test_a_running_torch_forward_pass_can_be_cancelled(torch_engine):
         torch_engine.synthesize(tokens, VOICE, 1.0, flag)
     assert time.perf_counter() - started < 2.0
     assert len(torch_engine.synthesize(tokens[:20], VOICE, 1.0, CancelFlag())) > 0, "the engine still works"
+
+
+def test_engine_choice_is_validated_and_auto_means_onnx_without_cuda(monkeypatch):
+    with pytest.raises(ValueError, match="TTS_ENGINE must be onnx, torch or auto"):
+        TTSConfig(engine="tensorrt")
+    monkeypatch.setenv("TTS_ENGINE", "auto")
+    config = TTSConfig.from_env()
+    assert config.engine == "auto"
+    assert engine_name(config) == ("torch" if torch.cuda.is_available() else "onnx")
+    assert engine_name(TTSConfig(engine="torch")) == "torch"
+
+
+def test_the_torch_engine_reuses_an_export_in_the_cache_and_refuses_another_layout(torch_model_dir, tmp_path):
+    (tmp_path / EXPORT_SUBDIR).symlink_to(torch_model_dir, target_is_directory=True)
+    assert model_directory(TTSConfig(cache_dir=tmp_path)) == tmp_path / EXPORT_SUBDIR
+    onnx_layout = tmp_path / "onnx-layout"
+    export_model(onnx_layout, "onnx", TTSConfig.from_env().cache_dir)
+    with pytest.raises(AssetError, match=r"not hexgrad's layout.*export-model"):
+        model_directory(TTSConfig(model_dir=onnx_layout))
+    with pytest.raises(ValueError, match="unknown model format"):
+        export_model(tmp_path / "x", "gguf", tmp_path)

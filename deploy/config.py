@@ -23,6 +23,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # The speech models this package can deploy: key -> the GPU image's Dockerfile (repository-root context).
 SPEECH_MODELS = {"kokoro-82m": "tts/Dockerfile.gpu"}
 AGENT_DOCKERFILE = "agent/Dockerfile"
+# Where the endpoint's weights come from (deploy/model_dir.py); a directory is given as `model_dir`.
+MODEL_SOURCES = ("auto", "hub", "offline")
 DEFAULT_BEDROCK_MODEL_ID = AgentConfig.bedrock_model_id
 
 _ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
@@ -57,10 +59,11 @@ class DeployConfig:
     target_concurrency: float = 8.0
     tts_image_uri: str | None = None
     model_dir: Path | None = None
+    model_source: str = "auto"
     export_dir: Path = Path.home() / ".cache" / "voice-agent-aws" / "model-export"
     bedrock_model_id: str = DEFAULT_BEDROCK_MODEL_ID
     tts_endpoint: str | None = None
-    tts_voice: str = "jm_kumo"
+    tts_voice: str | None = None
     runtime_name: str = "voice_agent"
     agent_image_uri: str | None = None
     source_dir: Path = REPO_ROOT
@@ -73,6 +76,10 @@ class DeployConfig:
     def __post_init__(self) -> None:
         if self.model not in SPEECH_MODELS:
             raise ConfigError(f"unknown speech model {self.model!r}; known: {', '.join(SPEECH_MODELS)}")
+        if self.model_source not in MODEL_SOURCES:
+            raise ConfigError(
+                f"model source must be {', '.join(MODEL_SOURCES)} or a directory, got {self.model_source!r}"
+            )
         if not _INSTANCE_TYPE.fullmatch(self.instance_type):
             raise ConfigError(f"instance type must look like ml.g5.xlarge, got {self.instance_type!r}")
         if self.instance_count < 1:
@@ -128,12 +135,13 @@ class DeployConfig:
             "target_concurrency": _env_number("DEPLOY_TARGET_CONCURRENCY", cls.target_concurrency, float),
             "tts_image_uri": env.get("DEPLOY_TTS_IMAGE_URI") or None,
             "model_dir": _env_path("DEPLOY_MODEL_DIR"),
+            "model_source": env.get("DEPLOY_MODEL_SOURCE") or cls.model_source,
             "export_dir": _env_path("DEPLOY_EXPORT_DIR") or cls.export_dir,
             "bedrock_model_id": env.get("DEPLOY_BEDROCK_MODEL_ID")
             or env.get("AGENT_BEDROCK_MODEL_ID")
             or cls.bedrock_model_id,
             "tts_endpoint": env.get("DEPLOY_TTS_ENDPOINT") or None,
-            "tts_voice": env.get("AGENT_TTS_VOICE") or cls.tts_voice,
+            "tts_voice": env.get("AGENT_TTS_VOICE") or None,
             "runtime_name": env.get("DEPLOY_RUNTIME_NAME") or cls.runtime_name,
             "agent_image_uri": env.get("DEPLOY_AGENT_IMAGE_URI") or None,
             "source_dir": _env_path("DEPLOY_SOURCE_DIR") or cls.source_dir,

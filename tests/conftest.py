@@ -1,9 +1,11 @@
-"""Fixtures shared by every test package: one real tts container per test session; docker-marked tests
-need a Docker engine (skipped without one, failed in CI: tests/support/docker.py)."""
+"""Fixtures shared by every test package: one real tts container per test session (ONNX engine), the
+torch layout exported once with a torch-engine container on it; docker-marked tests need a Docker engine
+(skipped without one, failed in CI: tests/support/docker.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -22,4 +24,21 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def tts_server() -> Iterator[Server]:
     """`python -m tts serve` with the real Kokoro model, shared by the whole test session."""
     with tts_container() as (server, _):
+        yield server
+
+
+@pytest.fixture(scope="session")
+def torch_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`python -m tts export-model DIR --format torch`, run once per test session."""
+    from tts.config import TTSConfig
+    from tts.export import export_torch
+
+    return export_torch(tmp_path_factory.mktemp("kokoro-torch"), TTSConfig.from_env().cache_dir)
+
+
+@pytest.fixture(scope="session")
+def torch_tts_server(torch_model_dir: Path) -> Iterator[Server]:
+    """`TTS_ENGINE=torch python -m tts serve` on the exported layout (torch on the CPU here)."""
+    env = {"TTS_ENGINE": "torch", "TTS_MODEL_DIR": str(torch_model_dir), "TTS_THREADS": "2"}
+    with tts_container(env) as (server, _):
         yield server

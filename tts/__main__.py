@@ -1,4 +1,5 @@
-"""`python -m tts serve` runs the container's server; `python -m tts speak` writes one WAV file.
+"""`python -m tts serve` runs the container's server; `python -m tts speak` writes one WAV file;
+`python -m tts export-model DIR --format torch|onnx` writes a model directory from the shipped weights.
 
 SageMaker starts the image as `docker run IMAGE serve`, so `serve` is the first argument there too.
 """
@@ -36,10 +37,10 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _speak(args: argparse.Namespace) -> int:
     from tts.encoders import float_to_pcm16
-    from tts.engine import KokoroEngine
+    from tts.synthesis import create_engine
 
     config = TTSConfig.from_env()
-    engine = KokoroEngine(config)
+    engine = create_engine(config)
     voice = args.voice or config.voice
     started = time.perf_counter()
     audio = engine.speak(args.text, voice, args.speed, args.lang or config.lang)
@@ -54,6 +55,15 @@ def _speak(args: argparse.Namespace) -> int:
         f"wrote {args.out}: {seconds:.2f} s of audio, voice {voice}, synthesized in {elapsed:.2f} s "
         f"(real-time factor {elapsed / max(seconds, 1e-9):.2f})"
     )
+    return 0
+
+
+def _export_model(args: argparse.Namespace) -> int:
+    from tts.export import export_model
+
+    started = time.perf_counter()
+    export_model(args.dir, args.format, TTSConfig.from_env().cache_dir, progress=sys.stderr)
+    print(f"wrote {args.format} model directory {args.dir} in {time.perf_counter() - started:.1f} s")
     return 0
 
 
@@ -72,6 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     speak.add_argument("--speed", type=float, default=1.0)
     speak.add_argument("--lang")
     speak.set_defaults(run=_speak)
+    export = commands.add_parser(
+        "export-model", help="write a model directory (hexgrad's torch layout, or the int8 ONNX) into DIR"
+    )
+    export.add_argument("dir", type=Path)
+    export.add_argument("--format", default="torch", choices=["torch", "onnx"])
+    export.set_defaults(run=_export_model)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return args.run(args)

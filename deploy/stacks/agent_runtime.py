@@ -16,13 +16,15 @@ from deploy.naming import RUNTIME_ENDPOINT_NAME
 
 
 def runtime_environment(config: DeployConfig) -> dict[str, str]:
-    """The variables the agent reads (agent/config.py)."""
-    return {
+    """The variables the agent reads (agent/config.py); without a chosen voice the agent keeps its own."""
+    env = {
         "AGENT_TTS_ENDPOINT": config.endpoint_name,
         "AGENT_BEDROCK_MODEL_ID": config.bedrock_model_id,
-        "AGENT_TTS_VOICE": config.tts_voice,
         "AWS_REGION": Aws.REGION,
     }
+    if config.tts_voice:
+        env["AGENT_TTS_VOICE"] = config.tts_voice
+    return env
 
 
 def agent_image(scope: Construct, config: DeployConfig) -> tuple[agentcore.AgentRuntimeArtifact, str]:

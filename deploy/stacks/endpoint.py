@@ -18,9 +18,10 @@ CONCURRENCY_METRIC = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
 GPU_INSTANCE_FAMILIES = ("ml.g", "ml.p")
 
 
-def container_environment(config: DeployConfig) -> dict[str, str]:
-    """What the container reads (tts/README.md); a GPU instance must use CUDA, not fall back to CPU."""
-    env = {"TTS_VOICE": config.tts_voice}
+def container_environment(config: DeployConfig, voice: str) -> dict[str, str]:
+    """What the container reads (tts/README.md): the torch engine on the model cache's hexgrad layout; a
+    GPU instance must use CUDA, not fall back to the CPU."""
+    env = {"TTS_VOICE": voice, "TTS_ENGINE": "torch"}
     if config.instance_type.startswith(GPU_INSTANCE_FAMILIES):
         env["TTS_PROVIDER"] = "cuda"
     return env
@@ -35,6 +36,7 @@ class EndpointStack(Stack):
         config: DeployConfig,
         model_role_arn: str,
         model_data_uri: str,
+        default_voice: str,
     ):
         super().__init__(scope, stack_id, description=f"{config.model}: SageMaker real-time endpoint")
         if config.tts_image_uri:
@@ -57,7 +59,7 @@ class EndpointStack(Stack):
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
                 image=image_uri,
                 mode="SingleModel",
-                environment=container_environment(config),
+                environment=container_environment(config, default_voice),
                 model_data_source=sagemaker.CfnModel.ModelDataSourceProperty(
                     s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
                         s3_uri=model_data_uri, s3_data_type="S3Prefix", compression_type="None"

@@ -120,17 +120,19 @@ def test_an_image_without_the_label_is_refused(tmp_path: Path):
         require_bidi_label(tmp_path, "tts/Dockerfile.missing")
 
 
-def test_model_dir_needs_a_model_and_voices(tmp_path: Path):
+def test_model_dir_needs_hexgrads_layout(tmp_path: Path):
     with pytest.raises(ConfigError, match="does not exist"):
         check_model_dir(tmp_path / "nope")
-    (tmp_path / "voices-v1.0.bin").write_bytes(b"v")
-    with pytest.raises(ConfigError, match=r"no \*.onnx"):
+    (tmp_path / "kokoro-v1.0.int8.onnx").write_bytes(b"m")
+    with pytest.raises(ConfigError, match=r"lacks config.json, kokoro-v1_0.pth.*export-model"):
         check_model_dir(tmp_path)
-    (tmp_path / "kokoro-v1.0.onnx").write_bytes(b"m")
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "kokoro-v1_0.pth").write_bytes(b"m")
+    with pytest.raises(ConfigError, match=r"no voices/\*.pt"):
+        check_model_dir(tmp_path)
+    (tmp_path / "voices").mkdir()
+    (tmp_path / "voices" / "af_heart.pt").write_bytes(b"v")
     assert check_model_dir(tmp_path) == tmp_path
-    (tmp_path / "voices-v1.0.bin").unlink()
-    with pytest.raises(ConfigError, match="no voices file"):
-        check_model_dir(tmp_path)
 
 
 def test_stack_names_are_deterministic_and_ordered():

@@ -19,6 +19,7 @@ from aws_cdk.assertions import Match, Template
 from deploy.__main__ import main as deploy_main
 from deploy.app import build_app
 from deploy.images import BIDI_LABEL
+from deploy.model_dir import ModelSource
 from deploy.naming import all_parts
 from deploy.stacks.base import BEDROCK_INVOKE_ACTIONS, ENDPOINT_INVOKE_ACTIONS
 from tests.deploy.conftest import image_uris_config
@@ -59,10 +60,13 @@ class Assembly:
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A model directory as `tts.assets.export_model_dir` writes it (tiny: synthesis only stages it)."""
+    """A model directory in hexgrad's layout, as `python -m tts export-model DIR --format torch` writes it
+    (tiny stand-ins: synthesis only stages the files)."""
     directory = tmp_path_factory.mktemp("model")
-    (directory / "kokoro-v1.0.int8.onnx").write_bytes(b"onnx")
-    (directory / "voices.npz").write_bytes(b"npz")
+    (directory / "config.json").write_text("{}")
+    (directory / "kokoro-v1_0.pth").write_bytes(b"pth")
+    (directory / "voices").mkdir()
+    (directory / "voices" / "jm_kumo.pt").write_bytes(b"pt")
     return directory
 
 
@@ -148,7 +152,7 @@ def test_endpoint_runs_on_one_g5_xlarge_with_the_model_from_the_cache(assembly: 
     source = container["ModelDataSource"]["S3DataSource"]
     assert (source["S3DataType"], source["CompressionType"]) == ("S3Prefix", "None")
     assert render(source["S3Uri"]) == "s3://${Import}/models/kokoro-82m/"
-    assert container["Environment"] == {"TTS_VOICE": "jm_kumo", "TTS_PROVIDER": "cuda"}
+    assert container["Environment"] == {"TTS_VOICE": "jm_kumo", "TTS_ENGINE": "torch", "TTS_PROVIDER": "cuda"}
     assert render(model["Properties"]["ExecutionRoleArn"]) == "${Import}"
 
 
@@ -204,7 +208,6 @@ def test_agent_image_asset_is_arm64_and_feeds_the_runtime(assembly: Assembly):
     assert render(properties["EnvironmentVariables"]) == {
         "AGENT_TTS_ENDPOINT": "kokoro-82m",
         "AGENT_BEDROCK_MODEL_ID": MODEL_ID,
-        "AGENT_TTS_VOICE": "jm_kumo",
         "AWS_REGION": "${AWS::Region}",
     }
     template.has_resource_properties(
@@ -340,7 +343,8 @@ def test_given_image_uris_need_no_docker_and_scope_the_pull_to_their_repositorie
     tmp_path: Path, model_dir: Path
 ):
     config = image_uris_config(tmp_path)
-    built = build_app(config, all_parts(config), tmp_path / "cdk.out", model_dir)
+    source = ModelSource("dir", model_dir, "jm_kumo")
+    built = build_app(config, all_parts(config), tmp_path / "cdk.out", source)
     assembly = Assembly(Path(built.app.synth().directory))
     assert assembly.docker_images(ENDPOINT) == [] and assembly.docker_images(RUNTIME) == []
     pulls = {

@@ -1,31 +1,80 @@
-"""The engine on an NVIDIA GPU through onnxruntime-gpu (run with `tox -e gpu` on a GPU machine)."""
+"""The torch engine on an NVIDIA GPU (`pytest -m gpu`, `tox -e gpu`, `scripts/gpu-check`): parameters and
+activations on CUDA, the forward pass's kernels on the GPU (profiler), and GPU audio matching CPU audio."""
 
 import numpy as np
-import onnxruntime as ort
 import pytest
+import torch
+from torch.profiler import ProfilerActivity, profile
 
-from tts.config import SAMPLE_RATE, TTSConfig
-from tts.engine import KokoroEngine
+from tests.support.audio import FRAME, log_mel_distance
+from tts.config import TTSConfig
+from tts.synthesis import style_row
+from tts.torch_engine import TorchEngine
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(
-        "CUDAExecutionProvider" not in ort.get_available_providers(),
-        reason="no CUDAExecutionProvider: onnxruntime-gpu and an NVIDIA GPU are needed",
-    ),
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: an NVIDIA GPU is needed"),
 ]
 
 TEXT = "It shipped yesterday from our Denver warehouse and should arrive on Thursday."
+VOICE = "jm_kumo"
 
 
-def test_cuda_engine_matches_the_cpu_engine():
-    gpu = KokoroEngine(TTSConfig.from_env(provider="cuda"))
-    cpu = KokoroEngine(TTSConfig.from_env(provider="cpu"))
-    assert gpu.provider == "CUDAExecutionProvider"
-    (tokens,) = gpu.segments(TEXT, "en-us")
-    on_gpu = gpu.synthesize(tokens, "jm_kumo", 1.0)
-    on_cpu = cpu.synthesize(tokens, "jm_kumo", 1.0)
-    assert abs(len(on_gpu) - len(on_cpu)) <= SAMPLE_RATE // 10
-    n = min(len(on_gpu), len(on_cpu))
-    correlation = np.corrcoef(on_gpu[:n], on_cpu[:n])[0, 1]
-    assert correlation > 0.8, f"GPU audio differs from CPU audio (correlation {correlation:.2f})"
+@pytest.fixture(scope="module")
+def gpu_engine(torch_model_dir) -> TorchEngine:
+    return TorchEngine(TTSConfig(model_dir=torch_model_dir, engine="torch", provider="cuda"))
+
+
+@pytest.fixture(scope="module")
+def tokens(gpu_engine) -> list[int]:
+    (tokens,) = gpu_engine.segments(TEXT, "en-us")
+    return tokens
+
+
+def test_parameters_and_activations_live_on_cuda(gpu_engine, tokens):
+    assert gpu_engine.device.startswith("cuda")
+    assert all(p.is_cuda for p in gpu_engine.model.parameters())
+    outputs: list[torch.Tensor] = []
+    hooks = [
+        m.register_forward_hook(lambda _m, _a, out: outputs.append(out))
+        for m in gpu_engine.model.decoder.generator.resblocks
+    ]
+    try:
+        style = torch.from_numpy(style_row(gpu_engine.voices[VOICE], len(tokens))).cuda()
+        features = gpu_engine.text_side(tokens, style, 1.0)
+        assert all(t.is_cuda for t in (features.asr, features.f0, features.noise, features.timbre))
+        gpu_engine.decode(features)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert len(outputs) == len(gpu_engine.model.decoder.generator.resblocks)
+    assert all(out.is_cuda for out in outputs)
+
+
+def test_the_forward_pass_runs_its_kernels_on_the_gpu(gpu_engine, tokens):
+    gpu_engine.synthesize(tokens, VOICE, 1.0)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        gpu_engine.synthesize(tokens, VOICE, 1.0)
+        torch.cuda.synchronize()
+    events = prof.key_averages()
+    device_us = sum(e.self_device_time_total for e in events)
+    convolutions_on_cpu = [e.key for e in events if "mkldnn_convolution" in e.key]
+    assert device_us > 0, "no time on the GPU"
+    assert not convolutions_on_cpu, f"convolutions ran on the CPU: {convolutions_on_cpu}"
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    audio = gpu_engine.synthesize(tokens, VOICE, 1.0)
+    end.record()
+    torch.cuda.synchronize()
+    print(f"\nGPU forward {start.elapsed_time(end):.1f} ms for {len(audio) / 24000:.2f} s of audio")
+
+
+def test_gpu_audio_matches_cpu_audio(gpu_engine, torch_model_dir, tokens):
+    cpu_engine = TorchEngine(TTSConfig(model_dir=torch_model_dir, engine="torch", provider="cpu"))
+    on_gpu = gpu_engine.synthesize(tokens, VOICE, 1.0)
+    on_cpu = cpu_engine.synthesize(tokens, VOICE, 1.0)
+    assert abs(len(on_gpu) - len(on_cpu)) <= 2 * FRAME, "durations differ by more than two frames"
+    distance = log_mel_distance(on_gpu, on_cpu)
+    print(f"\nGPU vs CPU log-mel L1 {distance:.3f}")
+    assert distance < 0.5, distance
+    assert np.isfinite(on_gpu).all() and np.abs(on_gpu).max() > 0.05

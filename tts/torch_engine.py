@@ -1,0 +1,172 @@
+"""Kokoro-82M on torch: hexgrad's `kokoro.KModel` (float weights), on CUDA when present, else the CPU.
+
+Weights: hexgrad's layout (`config.json`, `kokoro-v1_0.pth`, `voices/*.pt`) from `TTS_MODEL_DIR` (or
+`/opt/ml/model`), or, when no model directory is given, exported once from the shipped int8 ONNX into
+`<TTS_CACHE_DIR>/kokoro-torch` (`python -m tts export-model`). Every component loads strictly.
+
+Two stages per segment, as in `KModel.forward_with_tokens`: the text side (ALBERT, the prosody
+predictor's durations, the alignment, F0 and noise curves, the text encoder) gives features aligned to
+output frames; the decoder turns them into audio. The shape is there so that the decoder can later run
+over windows of frames, as the ONNX engine's streaming does.
+
+Cancel: `run_flag.terminate = True` from another thread stops a running forward pass at the next module
+call (a pre-hook on every submodule checks the flag of the pass running in that thread), so a barge-in
+frees the engine within one layer's time rather than after the whole segment. On CUDA the kernels already
+queued still finish; nothing new is launched.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from tts.assets import AssetError
+from tts.config import TTSConfig
+from tts.kmodel import CONFIG_FILE, is_kmodel_dir, load_kmodel, load_voices
+from tts.synthesis import CancelFlag, RunFlag, SpeechEngine, SynthesisCancelled, style_row
+
+log = logging.getLogger("tts.torch_engine")
+
+EXPORT_SUBDIR = "kokoro-torch"
+
+
+def torch_device(provider: str) -> str:
+    """`TTS_PROVIDER` for torch: cuda (required), cpu, or auto (cuda when present)."""
+    if provider == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("TTS_PROVIDER=cuda but torch sees no CUDA device")
+    if provider in {"cuda", "auto"} and torch.cuda.is_available():
+        return "cuda"
+    return "cpu"
+
+
+def model_directory(config: TTSConfig) -> Path:
+    """The model directory in hexgrad's layout: the given one, or the export in the cache (made once)."""
+    if config.model_dir is not None:
+        if not is_kmodel_dir(config.model_dir):
+            raise AssetError(
+                f"{config.model_dir} is not hexgrad's layout (config.json, kokoro-v1_0.pth, voices/*.pt); "
+                "write one with `python -m tts export-model DIR --format torch`"
+            )
+        return config.model_dir
+    target = config.cache_dir / EXPORT_SUBDIR
+    if not is_kmodel_dir(target):
+        from tts.export import export_torch
+
+        log.info("exporting hexgrad's layout from the int8 model into %s (once)", target)
+        staging = config.cache_dir / f".{EXPORT_SUBDIR}.{os.getpid()}"
+        export_torch(staging, config.cache_dir)
+        try:
+            staging.rename(target)
+        except OSError:  # another process finished first
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+@dataclass
+class AlignedFeatures:
+    """The text side's output: what the decoder needs, aligned to output frames (600 samples each)."""
+
+    asr: torch.Tensor  # [1, 512, frames] text-encoder features
+    f0: torch.Tensor  # [1, 2 * frames] pitch curve
+    noise: torch.Tensor  # [1, 2 * frames] energy curve
+    timbre: torch.Tensor  # [1, 128] the decoder half of the style vector
+    durations: torch.Tensor  # [tokens + 2] frames per token
+
+    @property
+    def frames(self) -> int:
+        return self.asr.shape[-1]
+
+
+class TorchEngine(SpeechEngine):
+    name = "torch"
+
+    def __init__(self, config: TTSConfig) -> None:
+        started = time.perf_counter()
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        directory = model_directory(config)
+        self._device = torch_device(config.provider)
+        self.model = load_kmodel(directory, self._device)
+        self._fuse_weight_norm()
+        self.voices = load_voices(directory)
+        super().__init__(self.model.vocab)
+        self.model_dir = directory
+        self._running = threading.local()
+        for module in self.model.modules():
+            if module is not self.model:
+                module.register_forward_pre_hook(self._check_cancel)
+        self.load_seconds = time.perf_counter() - started
+        log.info(
+            "loaded %s/%s in %.2fs (torch %s on %s, %d voices)",
+            directory,
+            CONFIG_FILE,
+            self.load_seconds,
+            torch.__version__,
+            self.device,
+            len(self.voices),
+        )
+
+    @property
+    def device(self) -> str:
+        device = next(self.model.parameters()).device
+        return str(device) if device.type == "cpu" else f"{device.type}:{device.index or 0}"
+
+    def run_flag(self) -> CancelFlag:
+        return CancelFlag()
+
+    def _fuse_weight_norm(self) -> None:
+        """Inference only: fold weight norm into plain weights once, instead of on every forward pass."""
+        for module in self.model.modules():
+            if hasattr(module, "weight_g"):
+                torch.nn.utils.remove_weight_norm(module)
+
+    def _check_cancel(self, module: torch.nn.Module, args: object) -> None:
+        flag = getattr(self._running, "flag", None)
+        if flag is not None and flag.terminate:
+            raise SynthesisCancelled()
+
+    @torch.inference_mode()
+    def text_side(self, tokens: list[int], style: torch.Tensor, speed: float) -> AlignedFeatures:
+        """Tokens -> durations -> frame-aligned text features, F0 and noise (hexgrad's forward, part 1)."""
+        model = self.model
+        input_ids = torch.tensor([[0, *tokens, 0]], dtype=torch.long, device=style.device)
+        lengths = torch.full((1,), input_ids.shape[-1], dtype=torch.long, device=style.device)
+        text_mask = torch.zeros_like(input_ids, dtype=torch.bool)
+        bert_dur = model.bert(input_ids, attention_mask=(~text_mask).int())
+        d_en = model.bert_encoder(bert_dur).transpose(-1, -2)
+        prosody = style[:, 128:]
+        d = model.predictor.text_encoder(d_en, prosody, lengths, text_mask)
+        x, _ = model.predictor.lstm(d)
+        duration = torch.sigmoid(model.predictor.duration_proj(x)).sum(axis=-1) / speed
+        durations = torch.round(duration).clamp(min=1).long().squeeze(0)
+        indices = torch.repeat_interleave(torch.arange(input_ids.shape[1], device=style.device), durations)
+        alignment = torch.zeros((input_ids.shape[1], indices.shape[0]), device=style.device)
+        alignment[indices, torch.arange(indices.shape[0], device=style.device)] = 1
+        alignment = alignment.unsqueeze(0)
+        f0, noise = model.predictor.F0Ntrain(d.transpose(-1, -2) @ alignment, prosody)
+        asr = model.text_encoder(input_ids, lengths, text_mask) @ alignment
+        return AlignedFeatures(asr=asr, f0=f0, noise=noise, timbre=style[:, :128], durations=durations)
+
+    @torch.inference_mode()
+    def decode(self, features: AlignedFeatures) -> np.ndarray:
+        """Frame-aligned features -> float32 audio at 24 kHz (hexgrad's forward, part 2)."""
+        audio = self.model.decoder(features.asr, features.f0, features.noise, features.timbre)
+        return audio.squeeze().float().cpu().numpy()
+
+    def synthesize(
+        self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None
+    ) -> np.ndarray:
+        style = torch.from_numpy(style_row(self.voices[voice], len(tokens))).to(self._device)
+        self._running.flag = run_flag
+        try:
+            return self.decode(self.text_side(tokens, style, speed))
+        finally:
+            self._running.flag = None

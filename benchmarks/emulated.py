@@ -79,6 +79,8 @@ class EmulatorProcess:
     async def client(self) -> AsyncSageMakerRuntimeHTTP2Client:
         """The official HTTP/2 client, built the way the agent builds it."""
         config = AgentConfig(
-            region=self.state["region"], sagemaker_http2_endpoint=self.state["h2_url"], ca_bundle=self.state["ca"]
+            region=self.state["region"],
+            sagemaker_http2_endpoint=self.state["h2_url"],
+            ca_bundle=self.state["ca"],
         )
         return await bidirectional_client(config, CREDENTIALS)

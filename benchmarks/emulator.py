@@ -179,7 +179,9 @@ def plot(result: dict[str, Any]) -> report.Figure:
         values = np.sort(rt[name]["all"])
         left.plot(values, np.arange(1, len(values) + 1) / len(values), color=color, label=label)
     target = rt["direct_websocket"]["median_ms"] + TARGET_ADDED_MEDIAN_MS
-    left.axvline(target, color="#b00020", linestyle=":", label=f"target: direct median + {TARGET_ADDED_MEDIAN_MS:g} ms")
+    left.axvline(
+        target, color="#b00020", linestyle=":", label=f"target: direct median + {TARGET_ADDED_MEDIAN_MS:g} ms"
+    )
     left.set_xscale("log")
     left.set_xlabel("round trip of one 64-byte message (ms, log scale)")
     left.set_ylabel("fraction of messages at or below")

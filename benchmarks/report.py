@@ -9,18 +9,16 @@ import platform
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402  (the backend is chosen first)
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from tqdm import tqdm  # noqa: E402
-
-T = TypeVar("T")
+import matplotlib.pyplot as plt  # after matplotlib.use: the backend is chosen first
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from tqdm import tqdm
 
 OURS = "#0a84ff"
 ARTICLE = "#8e8e93"
@@ -36,7 +34,7 @@ def machine() -> dict[str, Any]:
     }
 
 
-def progress(items: Iterable[T], description: str, total: int | None = None) -> Iterable[T]:
+def progress[T](items: Iterable[T], description: str, total: int | None = None) -> Iterable[T]:
     """A progress bar on stderr (the table goes to stdout)."""
     return tqdm(items, desc=description, total=total, file=sys.stderr, leave=False, dynamic_ncols=True)
 

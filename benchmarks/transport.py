@@ -64,7 +64,9 @@ async def measure(trials: int) -> dict[str, list[float]]:
 
 
 def plot(result: dict[str, Any]) -> report.Figure:
-    fig, (ax,) = report.figure("Time to first audio byte: the whole text as one message vs its first sentence")
+    fig, (ax,) = report.figure(
+        "Time to first audio byte: the whole text as one message vs its first sentence"
+    )
     labels = [
         f"first sentence only\n({len(FIRST_SENTENCE)} characters)",
         f"whole text as one message\n({len(ARTICLE_TEXT)} characters, 4 sentences)",

@@ -1,0 +1,118 @@
+"""`throughput`: how one container shares itself. N = 1, 2, 4, 8 concurrent sessions on one endpoint
+with one replica, through the emulator with the official HTTP/2 client (one connection, one stream per
+session, as the agent does), each session speaking the same text at the same moment. Reports the
+aggregate audio seconds produced per wall-clock second (above 1.0 the container keeps up with real
+time for everyone together) and each session's time to first audio (p50, p95).
+
+The container computes one segment at a time, round-robin over its sessions, so adding sessions shares
+the same compute: aggregate throughput stays about flat while time to first audio grows with N.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
+
+from agent.tts_session import Audio, TTSSession
+from benchmarks import report
+from benchmarks.emulated import TTS_ENDPOINT, EmulatorProcess
+from benchmarks.stats import summarize
+from benchmarks.texts import ARTICLE_TEXT, FIRST_SENTENCE
+
+LEVELS = (1, 2, 4, 8)
+SAMPLE_BYTES_PER_S = 48_000  # 24 kHz s16le mono
+
+
+async def one_session(
+    client: AsyncSageMakerRuntimeHTTP2Client, text: str, start: float
+) -> tuple[float, float]:
+    """Milliseconds from `start` to this session's first audio, and its seconds of audio."""
+    first, audio_bytes = None, 0
+    async with await TTSSession.open(client, TTS_ENDPOINT) as session:
+        await session.synthesize(text, uuid.uuid4().hex[:12], "jm_kumo", "pcm")
+        async for chunk in session.chunks():
+            if isinstance(chunk, Audio):
+                first = first if first is not None else (time.perf_counter() - start) * 1000
+                audio_bytes += len(chunk.data)
+            elif chunk.type == "synthesis_complete":
+                await session.finish()
+            elif chunk.type == "error":
+                raise RuntimeError(f"the container answered an error: {chunk.message}")
+    if first is None:
+        raise RuntimeError("a session ended without audio")
+    return first, audio_bytes / SAMPLE_BYTES_PER_S
+
+
+async def level(client: AsyncSageMakerRuntimeHTTP2Client, sessions: int, text: str) -> dict[str, Any]:
+    start = time.perf_counter()
+    async with asyncio.timeout(600):
+        results = await asyncio.gather(*(one_session(client, text, start) for _ in range(sessions)))
+    wall = time.perf_counter() - start
+    audio_s = sum(seconds for _, seconds in results)
+    ttfa = summarize([ms for ms, _ in results])
+    return {
+        "sessions": sessions,
+        "wall_s": round(wall, 3),
+        "audio_s": round(audio_s, 3),
+        "audio_s_per_wall_s": round(audio_s / wall, 3),
+        "ttfa_ms": ttfa | {"all": [round(ms, 1) for ms, _ in results]},
+    }
+
+
+async def measure(text: str) -> list[dict[str, Any]]:
+    with EmulatorProcess() as emu:
+        client = await emu.client()
+        await one_session(client, FIRST_SENTENCE, time.perf_counter())  # warm-up
+        return [await level(client, n, text) for n in report.progress(LEVELS, "concurrency levels")]
+
+
+def plot(result: dict[str, Any]) -> report.Figure:
+    levels = result["levels"]
+    n = [lv["sessions"] for lv in levels]
+    fig, (rate_ax, ttfa_ax) = report.figure(
+        f"Concurrent sessions on one container ({result['text_chars']}-character text each)", columns=2
+    )
+    rate_ax.plot(
+        n, [lv["audio_s_per_wall_s"] for lv in levels], "o-", color=report.OURS, label="all sessions together"
+    )
+    report.reference_line(rate_ax, 1.0, "real time (1 s of audio per second)")
+    rate_ax.set_xscale("log", base=2)
+    rate_ax.set_xticks(n, [str(v) for v in n])
+    rate_ax.set_ylim(bottom=0)
+    rate_ax.set_xlabel("concurrent sessions")
+    rate_ax.set_ylabel("audio seconds produced per wall-clock second")
+    rate_ax.set_title("aggregate throughput", fontsize=10)
+    rate_ax.legend(fontsize=8)
+    for key, label, style in (("median_ms", "p50", "o-"), ("p95_ms", "p95", "s--")):
+        ttfa_ax.plot(n, [lv["ttfa_ms"][key] for lv in levels], style, color=report.OURS, label=label)
+    ttfa_ax.set_xscale("log", base=2)
+    ttfa_ax.set_xticks(n, [str(v) for v in n])
+    ttfa_ax.set_ylim(bottom=0)
+    ttfa_ax.set_xlabel("concurrent sessions")
+    ttfa_ax.set_ylabel("time to first audio per session (ms)")
+    ttfa_ax.set_title("each session's wait for its first audio", fontsize=10)
+    ttfa_ax.legend(fontsize=8)
+    return fig
+
+
+def run(quick: bool, out: Path) -> dict[str, Any]:
+    text = FIRST_SENTENCE if quick else ARTICLE_TEXT
+    levels = asyncio.run(measure(text))
+    result = {"text_chars": len(text), "levels": levels}
+    rows = [
+        (
+            lv["sessions"],
+            lv["audio_s_per_wall_s"],
+            lv["ttfa_ms"]["median_ms"],
+            lv["ttfa_ms"]["p95_ms"],
+            lv["wall_s"],
+        )
+        for lv in levels
+    ]
+    print(report.table(["sessions", "audio s / wall s", "TTFA p50 (ms)", "TTFA p95 (ms)", "wall (s)"], rows))
+    return report.write(out, "throughput", result, plot(result), quick)

@@ -58,7 +58,7 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def figure(title: str, columns: int = 1, width: float = 6.0) -> tuple[Figure, list[Axes]]:
+def figure(title: str, columns: int = 1, width: float = 6.5) -> tuple[Figure, list[Axes]]:
     fig, axes = plt.subplots(1, columns, figsize=(width * columns, 4.4), squeeze=False)
     fig.suptitle(title, fontsize=12, fontweight="bold")
     return fig, list(axes[0])

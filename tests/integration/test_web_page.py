@@ -66,7 +66,7 @@ def test_the_page_speaks_the_answer_and_draws_its_timeline(web):
     assert not errors, errors
     assert answer.startswith("Thanks for waiting")
     assert chunks > 50, "the page should have scheduled every audio chunk"
-    assert 0 < ttfa < 10_000
+    assert 0 < ttfa < 60_000  # a sanity bound, not a speed target (that is `python -m benchmarks agent`)
     assert len(rows) == 1
     (row,) = rows
     assert row["mode"] == "bidi" and row["ttfa"] == ttfa and row["audio"] == chunks

@@ -81,22 +81,19 @@ def plot(result: dict[str, Any]) -> report.Figure:
         n, [lv["audio_s_per_wall_s"] for lv in levels], "o-", color=report.OURS, label="all sessions together"
     )
     report.reference_line(rate_ax, 1.0, "real time (1 s of audio per second)")
-    rate_ax.set_xscale("log", base=2)
-    rate_ax.set_xticks(n, [str(v) for v in n])
-    rate_ax.set_ylim(bottom=0)
-    rate_ax.set_xlabel("concurrent sessions")
-    rate_ax.set_ylabel("audio seconds produced per wall-clock second")
-    rate_ax.set_title("aggregate throughput", fontsize=10)
-    rate_ax.legend(fontsize=8)
     for key, label, style in (("median_ms", "p50", "o-"), ("p95_ms", "p95", "s--")):
         ttfa_ax.plot(n, [lv["ttfa_ms"][key] for lv in levels], style, color=report.OURS, label=label)
-    ttfa_ax.set_xscale("log", base=2)
-    ttfa_ax.set_xticks(n, [str(v) for v in n])
-    ttfa_ax.set_ylim(bottom=0)
-    ttfa_ax.set_xlabel("concurrent sessions")
-    ttfa_ax.set_ylabel("time to first audio per session (ms)")
-    ttfa_ax.set_title("each session's wait for its first audio", fontsize=10)
-    ttfa_ax.legend(fontsize=8)
+    for ax, ylabel, title in (
+        (rate_ax, "audio seconds produced per wall-clock second", "aggregate throughput"),
+        (ttfa_ax, "time to first audio per session (ms)", "each session's wait for its first audio"),
+    ):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(n, [str(v) for v in n])
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("concurrent sessions")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=8)
     return fig
 
 

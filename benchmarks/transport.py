@@ -39,11 +39,11 @@ async def first_audio_ms(client: AsyncSageMakerRuntimeHTTP2Client, text: str) ->
         await session.synthesize(text, uuid.uuid4().hex[:12], VOICE, "pcm")
         async with asyncio.timeout(120):
             async for chunk in session.chunks():
-                if isinstance(chunk, Audio) and first is None:
-                    first = (time.perf_counter() - started) * 1000
-                elif not isinstance(chunk, Audio) and chunk.type == "synthesis_complete":
+                if isinstance(chunk, Audio):
+                    first = first if first is not None else (time.perf_counter() - started) * 1000
+                elif chunk.type == "synthesis_complete":
                     await session.finish()
-                elif not isinstance(chunk, Audio) and chunk.type == "error":
+                elif chunk.type == "error":
                     raise RuntimeError(f"the container answered an error: {chunk.message}")
     if first is None:
         raise RuntimeError("the session ended without audio")

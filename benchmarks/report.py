@@ -31,6 +31,7 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
         "python": platform.python_version(),
+        "load_average_1_5_15_min": [round(v, 2) for v in os.getloadavg()],  # > cpus: a busy machine
     }
 
 

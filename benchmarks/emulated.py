@@ -3,11 +3,14 @@ client and the emulator do not share an interpreter; and the official HTTP/2 cli
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +21,15 @@ from smithy_aws_core.identity import AWSCredentialsIdentity
 
 from agent.config import AgentConfig
 from agent.sagemaker_client import bidirectional_client
+from agent.tts_session import Audio, TTSSession
 from emulator.cli import wait_ready
 from emulator.config import EmulatorConfig
 from emulator.manifest import DEFAULT_MANIFEST
 from emulator.processes import stop_group
 
 TTS_ENDPOINT = "kokoro-82m"  # the default manifest's endpoint (compose/emulator.yaml)
+VOICE = "jm_kumo"
+PCM_BYTES_PER_S = 48_000  # 24 kHz s16le mono
 CREDENTIALS = AWSCredentialsIdentity(access_key_id="bench", secret_access_key="bench")
 
 
@@ -84,3 +90,27 @@ class EmulatorProcess:
             ca_bundle=self.state["ca"],
         )
         return await bidirectional_client(config, CREDENTIALS)
+
+
+async def speak(
+    client: AsyncSageMakerRuntimeHTTP2Client, text: str, since: float | None = None, timeout_s: float = 600
+) -> tuple[float, float]:
+    """`text` as one message on a fresh session to the TTS endpoint: milliseconds from `since`
+    (`time.perf_counter()`; default: the moment the message is sent) to the first audio frame, and the
+    seconds of audio that came back."""
+    first, audio_bytes = None, 0
+    async with await TTSSession.open(client, TTS_ENDPOINT) as session:
+        since = time.perf_counter() if since is None else since
+        await session.synthesize(text, uuid.uuid4().hex[:12], VOICE, "pcm")
+        async with asyncio.timeout(timeout_s):
+            async for chunk in session.chunks():
+                if isinstance(chunk, Audio):
+                    first = first if first is not None else (time.perf_counter() - since) * 1000
+                    audio_bytes += len(chunk.data)
+                elif chunk.type == "synthesis_complete":
+                    await session.finish()
+                elif chunk.type == "error":
+                    raise RuntimeError(f"the container answered an error: {chunk.message}")
+    if first is None:
+        raise RuntimeError("the session ended without audio")
+    return first, audio_bytes / PCM_BYTES_PER_S

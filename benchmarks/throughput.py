@@ -12,46 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
 
-from agent.tts_session import Audio, TTSSession
 from benchmarks import report
-from benchmarks.emulated import TTS_ENDPOINT, EmulatorProcess
+from benchmarks.emulated import EmulatorProcess, speak
 from benchmarks.stats import summarize
 from benchmarks.texts import ARTICLE_TEXT, FIRST_SENTENCE
 
 LEVELS = (1, 2, 4, 8)
-SAMPLE_BYTES_PER_S = 48_000  # 24 kHz s16le mono
-
-
-async def one_session(
-    client: AsyncSageMakerRuntimeHTTP2Client, text: str, start: float
-) -> tuple[float, float]:
-    """Milliseconds from `start` to this session's first audio, and its seconds of audio."""
-    first, audio_bytes = None, 0
-    async with await TTSSession.open(client, TTS_ENDPOINT) as session:
-        await session.synthesize(text, uuid.uuid4().hex[:12], "jm_kumo", "pcm")
-        async for chunk in session.chunks():
-            if isinstance(chunk, Audio):
-                first = first if first is not None else (time.perf_counter() - start) * 1000
-                audio_bytes += len(chunk.data)
-            elif chunk.type == "synthesis_complete":
-                await session.finish()
-            elif chunk.type == "error":
-                raise RuntimeError(f"the container answered an error: {chunk.message}")
-    if first is None:
-        raise RuntimeError("a session ended without audio")
-    return first, audio_bytes / SAMPLE_BYTES_PER_S
 
 
 async def level(client: AsyncSageMakerRuntimeHTTP2Client, sessions: int, text: str) -> dict[str, Any]:
     start = time.perf_counter()
     async with asyncio.timeout(600):
-        results = await asyncio.gather(*(one_session(client, text, start) for _ in range(sessions)))
+        results = await asyncio.gather(*(speak(client, text, since=start) for _ in range(sessions)))
     wall = time.perf_counter() - start
     audio_s = sum(seconds for _, seconds in results)
     ttfa = summarize([ms for ms, _ in results])
@@ -67,7 +44,7 @@ async def level(client: AsyncSageMakerRuntimeHTTP2Client, sessions: int, text: s
 async def measure(text: str) -> list[dict[str, Any]]:
     with EmulatorProcess() as emu:
         client = await emu.client()
-        await one_session(client, FIRST_SENTENCE, time.perf_counter())  # warm-up
+        await speak(client, FIRST_SENTENCE)  # warm-up
         return [await level(client, n, text) for n in report.progress(LEVELS, "concurrency levels")]
 
 

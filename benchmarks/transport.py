@@ -14,40 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import time
-import uuid
 from pathlib import Path
 from typing import Any
 
-from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
-
-from agent.tts_session import Audio, TTSSession
 from benchmarks import report
-from benchmarks.emulated import TTS_ENDPOINT, EmulatorProcess
+from benchmarks.emulated import EmulatorProcess, speak
 from benchmarks.texts import ARTICLE_TEXT, FIRST_SENTENCE
 
 ARTICLE = {"whole_text_ms": 329.3, "first_sentence_ms": 156.7, "improvement_pct": 52.4}
-VOICE = "jm_kumo"
 CASES = {"first_sentence": FIRST_SENTENCE, "whole_text": ARTICLE_TEXT}
-
-
-async def first_audio_ms(client: AsyncSageMakerRuntimeHTTP2Client, text: str) -> float:
-    """Milliseconds from sending `text` on a fresh session to its first audio frame."""
-    async with await TTSSession.open(client, TTS_ENDPOINT) as session:
-        first = None
-        started = time.perf_counter()
-        await session.synthesize(text, uuid.uuid4().hex[:12], VOICE, "pcm")
-        async with asyncio.timeout(120):
-            async for chunk in session.chunks():
-                if isinstance(chunk, Audio):
-                    first = first if first is not None else (time.perf_counter() - started) * 1000
-                elif chunk.type == "synthesis_complete":
-                    await session.finish()
-                elif chunk.type == "error":
-                    raise RuntimeError(f"the container answered an error: {chunk.message}")
-    if first is None:
-        raise RuntimeError("the session ended without audio")
-    return first
 
 
 async def measure(trials: int) -> dict[str, list[float]]:
@@ -55,11 +30,12 @@ async def measure(trials: int) -> dict[str, list[float]]:
     with EmulatorProcess() as emu:
         client = await emu.client()
         for text in CASES.values():  # warm-up: connection, first-call paths in the container
-            await first_audio_ms(client, text)
+            await speak(client, text)
         for n in report.progress(range(trials), "trials (each case once)"):
             order = list(CASES) if n % 2 == 0 else list(reversed(CASES))
             for case in order:
-                samples[case].append(round(await first_audio_ms(client, CASES[case]), 1))
+                first_ms, _ = await speak(client, CASES[case])
+                samples[case].append(round(first_ms, 1))
     return samples
 
 

@@ -38,7 +38,7 @@ class AgentConfig:
     ca_bundle: str | None = None
     first_fragment_min_words: int | None = 3
     """The first chunk may end at a clause (", ; :") once it has this many words: on this CPU it cuts
-    time to first audio from about 1.7 s to 1.2 s (python -m agent.bench). None: sentences only."""
+    time to first audio from about 1.7 s to 1.2 s (python -m benchmarks agent). None: sentences only."""
     host: str = "127.0.0.1"
     port: int = 8080
 

@@ -16,7 +16,7 @@
   `{"cmd": "close", "code": 1011, "reason": "..."}` closes the WebSocket, `{"cmd": "env", "names": [...]}`
   answers those environment variables and the files of `SM_MODEL_DIR`.
 
-It is the reference container for the emulator's tests and for `python -m emulator.bench`, written
+It is the reference container for the emulator's tests and for `python -m benchmarks emulator`, written
 on raw frames (emulator.wsframes) so it sees fragments exactly as they travel.
 """
 

@@ -47,7 +47,21 @@ def transcribe(pcm16: bytes, sample_rate: int = 24_000) -> str:
     return " ".join(segment.text.strip() for segment in segments)
 
 
-_NUMBER_WORDS = {"1": "one", "2": "two", "3": "three", "4": "four", "5": "five", "10": "ten"}
+_NUMBER_WORDS = {
+    "0": "zero",
+    "1": "one",
+    "2": "two",
+    "3": "three",
+    "4": "four",
+    "5": "five",
+    "6": "six",
+    "7": "seven",
+    "8": "eight",
+    "9": "nine",
+    "10": "ten",
+    "11": "eleven",
+    "12": "twelve",
+}
 
 
 def words(text: str) -> list[str]:

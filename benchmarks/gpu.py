@@ -1,5 +1,5 @@
-"""`python -m tts.bench`: per engine (onnx and torch, side by side), model load time, real-time factor
-and time to the first sentence's audio; then, for the configured engine (`TTS_ENGINE`), time to first
+"""`python -m benchmarks.gpu` (what scripts/gpu-check runs on an NVIDIA machine): per engine (onnx and
+torch, side by side), model load time, real-time factor and time to the first sentence's audio; then, for the configured engine (`TTS_ENGINE`), time to first
 audio byte over the container's WebSocket for the first sentence alone vs the whole four-sentence
 answer as one message. `--sessions 1,4,16` adds the concurrency study: server-side first audio for a
 10-word sentence and the aggregate real-time factor with that many concurrent sessions.
@@ -184,12 +184,12 @@ def print_engines(rows: list[dict[str, object]], trials: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tts.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu", description=__doc__)
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--engines", default="onnx,torch", help="engines to compare (default onnx,torch)")
     parser.add_argument("--sessions", help="concurrency study, e.g. 1,4,16 (configured engine)")
     parser.add_argument("--no-server", action="store_true", help="skip the WebSocket first-audio study")
-    parser.add_argument("--out", type=Path, default=Path("out/tts-bench.json"))
+    parser.add_argument("--out", type=Path, default=Path("out/gpu-bench.json"))
     args = parser.parse_args(argv)
     config = TTSConfig.from_env()
     engines = [

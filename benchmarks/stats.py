@@ -1,4 +1,4 @@
-"""Summaries of latency samples for the benchmarks: one definition of median and percentiles."""
+"""Summaries of latency samples: one definition of mean, median and percentiles for every study."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ def summarize(values_ms: list[float]) -> dict[str, float]:
     ordered = sorted(values_ms)
     return {
         "count": len(ordered),
+        "mean_ms": round(statistics.fmean(ordered), 3),
         "median_ms": round(statistics.median(ordered), 3),
         "p90_ms": round(percentile(ordered, 0.9), 3),
+        "p95_ms": round(percentile(ordered, 0.95), 3),
         "p99_ms": round(percentile(ordered, 0.99), 3),
-        "mean_ms": round(statistics.fmean(ordered), 3),
         "min_ms": round(ordered[0], 3),
         "max_ms": round(ordered[-1], 3),
     }

@@ -1,0 +1,156 @@
+"""`agent`: the article's second measurement (its figure 4). Bidi vs batch time to first audio for the
+same prompt and the same reply: the emulator's paced script model (400 ms to the first token, then 60
+tokens/s) answers both modes identically, so only the moment synthesis starts differs. Once on loopback
+("local") and once with the emulator's injected network latency on the SageMaker hop (25 ± 5 ms each
+way: the deployed hop). Without --quick, two more conditions chunk at sentences only (no early first
+fragment at a clause).
+
+Each condition starts a fresh local stack (emulator + the real Kokoro container + the agent), warms it
+with one untimed bidi turn, then alternates the two modes run by run so machine noise hits both alike.
+Times are taken where a client sees the events (`agent.demo`). The article: bidi reached first audio
+2.4x sooner than batch locally and 3.5x sooner against the deployed AgentCore runtime.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agent.demo import DEFAULT_PROMPT, MODES, compare, run_once
+from agent.local import local_stack
+from benchmarks import report
+from benchmarks.stats import summarize
+from emulator.config import EmulatorConfig
+
+ARTICLE = {"ratio": 2.4, "ratio_with_latency": 3.5}
+LATENCY_MS, JITTER_MS = 25.0, 5.0
+FIRST_TOKEN_MS, TOKENS_PER_S = 400, 60.0
+SENTENCES_ONLY = {"AGENT_FIRST_FRAGMENT_WORDS": "off"}
+
+
+def run_condition(
+    name: str, emulator: EmulatorConfig, runs: int, agent_env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    with local_stack(emulator, agent_env=agent_env) as stack:
+        run_once(stack.agent_url, "bidi", DEFAULT_PROMPT, None, None)  # warm-up: connections, lazy imports
+        summary = compare(stack.agent_url, DEFAULT_PROMPT, runs=runs)
+    result: dict[str, Any] = {"condition": name}
+    for mode in MODES:
+        ttfa = [r["ttfa_ms"] for r in summary[mode]["runs"]]
+        result[mode] = {
+            "ttfa_ms": summarize(ttfa) | {"all": ttfa},
+            "ttft_ms": summary[mode]["ttft_ms"],
+            "total_ms": summary[mode]["total_ms"],
+            "chunks": summary[mode]["chunks"],
+        }
+    result["ratio"] = round(
+        result["batch"]["ttfa_ms"]["median_ms"] / result["bidi"]["ttfa_ms"]["median_ms"], 2
+    )
+    return result
+
+
+def conditions(quick: bool) -> list[tuple[str, EmulatorConfig, dict[str, str] | None]]:
+    local = dataclasses.replace(
+        EmulatorConfig.from_env(),
+        http_port=0,
+        h2_port=0,
+        llm_first_token_ms=FIRST_TOKEN_MS,
+        llm_tokens_per_s=TOKENS_PER_S,
+    )
+    deployed = dataclasses.replace(
+        local,
+        latency_in_ms=LATENCY_MS,
+        latency_out_ms=LATENCY_MS,
+        jitter_in_ms=JITTER_MS,
+        jitter_out_ms=JITTER_MS,
+    )
+    hop = f"latency {LATENCY_MS:g}±{JITTER_MS:g} ms"
+    chosen = [("local", local, None), (f"deployed ({hop})", deployed, None)]
+    if not quick:
+        chosen += [
+            ("local, sentences only", local, SENTENCES_ONLY),
+            (f"deployed ({hop}), sentences only", deployed, SENTENCES_ONLY),
+        ]
+    return chosen
+
+
+def plot(result: dict[str, Any]) -> report.Figure:
+    fig, (ratio_ax, ms_ax) = report.figure(
+        "Time to first audio: bidi vs batch, same prompt, same reply", columns=2
+    )
+    main = result["conditions"][:2]
+    x = np.arange(2)
+    bars = ratio_ax.bar(x - 0.2, [c["ratio"] for c in main], 0.4, color=report.OURS, label="ours (medians)")
+    report.label_bars(ratio_ax, bars, "{:.1f}x")
+    bars = ratio_ax.bar(
+        x + 0.2,
+        [ARTICLE["ratio"], ARTICLE["ratio_with_latency"]],
+        0.4,
+        color=report.ARTICLE,
+        hatch="//",
+        label="the article (AgentCore, Claude)",
+    )
+    report.label_bars(ratio_ax, bars, "{:.1f}x")
+    report.reference_line(ratio_ax, 1.0, "no difference")
+    ratio_ax.set_xticks(
+        x, ["local\n(loopback)", f"deployed\n(emulated hop: {LATENCY_MS:g}±{JITTER_MS:g} ms)"]
+    )
+    ratio_ax.set_ylabel("batch time to first audio ÷ bidi time to first audio")
+    ratio_ax.set_title("how many times sooner bidi starts speaking (the article's figure 4)", fontsize=9)
+    ratio_ax.set_ylim(0, max([c["ratio"] for c in main] + [ARTICLE["ratio_with_latency"]]) * 1.4)
+    ratio_ax.legend(fontsize=8, loc="upper center", ncol=3)
+    everything = result["conditions"]
+    y = np.arange(len(everything))
+    for offset, mode, color in ((-0.2, "bidi", report.OURS), (0.2, "batch", report.SECOND)):
+        values = [c[mode]["ttfa_ms"]["median_ms"] for c in everything]
+        bars = ms_ax.barh(y + offset, values, 0.4, color=color, label=mode)
+        for bar, value in zip(bars, values, strict=True):
+            ms_ax.annotate(
+                f"{value:,.0f}",
+                (value, bar.get_y() + bar.get_height() / 2),
+                va="center",
+                fontsize=8,
+                xytext=(2, 0),
+                textcoords="offset points",
+            )
+    ms_ax.set_xlim(0, max(c["batch"]["ttfa_ms"]["median_ms"] for c in everything) * 1.18)
+    ms_ax.set_yticks(y, [c["condition"] for c in everything], fontsize=8)
+    ms_ax.invert_yaxis()
+    ms_ax.set_xlabel("time to first audio, median (ms)")
+    ms_ax.set_title(
+        f"paced script model: {FIRST_TOKEN_MS} ms to first token, {TOKENS_PER_S:g} tokens/s", fontsize=9
+    )
+    ms_ax.legend(fontsize=8, loc="lower right")
+    return fig
+
+
+def run(quick: bool, out: Path) -> dict[str, Any]:
+    runs = 2 if quick else 5
+    results = []
+    for name, config, env in report.progress(conditions(quick), "conditions (a fresh stack each)"):
+        results.append(run_condition(name, config, runs, env))
+    result = {
+        "model": {"first_token_ms": FIRST_TOKEN_MS, "tokens_per_s": TOKENS_PER_S, "prompt": DEFAULT_PROMPT},
+        "runs": runs,
+        "ratio": results[0]["ratio"],
+        "ratio_with_latency": results[1]["ratio"],
+        "conditions": results,
+        "article": ARTICLE,
+    }
+    rows = []
+    for r, article in zip(results, [ARTICLE["ratio"], ARTICLE["ratio_with_latency"], "", ""], strict=False):
+        bidi, batch = r["bidi"]["ttfa_ms"], r["batch"]["ttfa_ms"]
+        rows.append(
+            (
+                r["condition"],
+                bidi["median_ms"],
+                batch["median_ms"],
+                f"{r['ratio']:.1f}x",
+                article and f"{article}x",
+            )
+        )
+    print(report.table(["condition", "bidi TTFA (ms)", "batch TTFA (ms)", "ratio", "article"], rows))
+    return report.write(out, "agent", result, plot(result), quick)

@@ -1,0 +1,125 @@
+"""`engines`: the TTS engines side by side on this machine's CPU: time until the container answers
+`/ping` (process start, model load, warm-up), real-time factor (compute seconds per second of audio;
+below 1.0 is faster than real time) and time to first audio of a first sentence, over the container's
+own WebSocket (no emulator: this compares engines, not transports).
+
+Each engine runs as `python -m tts serve` with `TTS_ENGINE=<name>`. An engine this tree or this machine
+cannot run is skipped with its reason; ONNX (the default, int8) always runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib.util
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import websockets
+
+from benchmarks import report
+from benchmarks.texts import ARTICLE_TEXT, FIRST_SENTENCE
+from emulator.processes import child, free_port
+from tts.config import TTSConfig
+
+ENGINES = ("onnx", "torch")
+
+
+def unavailable(engine: str) -> str | None:
+    """Why `engine` cannot run here, or None when it can."""
+    if engine == "onnx":
+        return None
+    if "engine" not in {f.name for f in dataclasses.fields(TTSConfig)}:
+        return "this tree's container has no TTS_ENGINE setting yet (only the ONNX engine)"
+    missing = [name for name in ("torch", "kokoro") if importlib.util.find_spec(name) is None]
+    if missing:
+        return f"not installed: {', '.join(missing)} (pip install -e '.[torch]')"
+    return None
+
+
+async def speak(url: str, text: str) -> tuple[float, float, float]:
+    """Send `text` on a fresh WebSocket: ms to the first binary frame, ms to synthesis_complete, and
+    the seconds of audio the container reports."""
+    async with websockets.connect(url, max_size=None) as ws:
+        started = time.perf_counter()
+        await ws.send(json.dumps({"text": text}))
+        first = None
+        async with asyncio.timeout(300):
+            while True:
+                frame = await ws.recv()
+                if isinstance(frame, bytes):
+                    first = first if first is not None else (time.perf_counter() - started) * 1000
+                    continue
+                message = json.loads(frame)
+                if message["type"] == "synthesis_complete":
+                    done = (time.perf_counter() - started) * 1000
+                    return first if first is not None else float("nan"), done, message["duration_s"]
+                if message["type"] == "error":
+                    raise RuntimeError(f"{message['code']}: {message['message']}")
+
+
+def measure(engine: str, trials: int) -> dict[str, Any]:
+    port = free_port()
+    argv = [sys.executable, "-m", "tts", "serve", "--port", str(port), "--log-level", "warning"]
+    started = time.perf_counter()
+    with child(argv, env={"TTS_ENGINE": engine}, ready_url=f"http://127.0.0.1:{port}/ping", timeout_s=300):
+        ready_s = time.perf_counter() - started
+        url = f"ws://127.0.0.1:{port}/invocations-bidirectional-stream"
+        first_ms, rtfs = [], []
+        for _ in report.progress(range(trials), f"{engine}: trials"):
+            first_ms.append(asyncio.run(speak(url, FIRST_SENTENCE))[0])
+            _, done_ms, audio_s = asyncio.run(speak(url, ARTICLE_TEXT))
+            rtfs.append(done_ms / 1000 / audio_s)
+    return {
+        "engine": engine,
+        "ready_s": round(ready_s, 2),
+        "rtf": round(statistics.median(rtfs), 3),
+        "first_audio_ms": round(statistics.median(first_ms), 1),
+        "rtf_all": [round(v, 3) for v in rtfs],
+        "first_audio_ms_all": [round(v, 1) for v in first_ms],
+    }
+
+
+def plot(result: dict[str, Any]) -> report.Figure:
+    measured = result["engines"]
+    fig, axes = report.figure("TTS engines on this machine's CPU (Kokoro-82M)", columns=3, width=4.2)
+    names = [m["engine"] for m in measured]
+    x = np.arange(len(names))
+    for ax, key, label, fmt in (
+        (axes[0], "ready_s", "start to ready: load + warm-up (s)", "{:.1f}"),
+        (axes[1], "rtf", "real-time factor (compute s per audio s)", "{:.2f}"),
+        (axes[2], "first_audio_ms", "first audio of a first sentence (ms)", "{:.0f}"),
+    ):
+        bars = ax.bar(x, [m[key] for m in measured], 0.5, color=report.OURS)
+        report.label_bars(ax, bars, fmt)
+        ax.set_xticks(x, names)
+        ax.set_ylabel(label)
+        ax.set_xlabel("engine (TTS_ENGINE)")
+    report.reference_line(axes[1], 1.0, "real time")
+    axes[1].legend(fontsize=8)
+    if result["skipped"]:
+        fig.text(
+            0.01, 0.01, "skipped: " + "; ".join(f"{k}: {v}" for k, v in result["skipped"].items()), fontsize=7
+        )
+    return fig
+
+
+def run(quick: bool, out: Path) -> dict[str, Any]:
+    trials = 1 if quick else 5
+    measured, skipped = [], {}
+    for engine in ENGINES:
+        reason = unavailable(engine)
+        if reason:
+            print(f"skipping engine {engine}: {reason}")
+            skipped[engine] = reason
+            continue
+        measured.append(measure(engine, trials))
+    result = {"trials": trials, "engines": measured, "skipped": skipped}
+    rows = [(m["engine"], m["ready_s"], m["rtf"], m["first_audio_ms"]) for m in measured]
+    print(report.table(["engine", "ready (s)", "real-time factor", "first audio (ms)"], rows))
+    return report.write(out, "engines", result, plot(result), quick)

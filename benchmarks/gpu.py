@@ -1,8 +1,9 @@
-"""`python -m benchmarks.gpu` (what scripts/gpu-check runs on an NVIDIA machine): per engine (onnx and
-torch, side by side), model load time, real-time factor and time to the first sentence's audio; then, for the configured engine (`TTS_ENGINE`), time to first
-audio byte over the container's WebSocket for the first sentence alone vs the whole four-sentence
-answer as one message. `--sessions 1,4,16` adds the concurrency study: server-side first audio for a
-10-word sentence and the aggregate real-time factor with that many concurrent sessions.
+"""`python -m benchmarks.gpu` (what scripts/gpu-check runs on an NVIDIA machine): per engine (onnx
+and torch, side by side), model load time, real-time factor and time to the first sentence's audio;
+then, for the configured engine (`TTS_ENGINE`), time to first audio byte over the container's WebSocket
+for the first sentence alone vs the whole four-sentence answer as one message. `--sessions 1,4,16` adds
+the concurrency study: server-side first audio for a 10-word sentence and the aggregate real-time factor
+with that many concurrent sessions.
 
 The comparison is the case for incremental chunking: a message is one forward pass (up to 510 phoneme
 tokens), so its first audio byte waits for all of its audio. Trials alternate between the two cases so

@@ -74,6 +74,11 @@ def speak_to_wav(agent_url: str, prompt: str, out: Path, mode: str = "bidi") -> 
     return text, len(pcm) / 48_000
 
 
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, so every `with` block stops what it started."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agent.local", description=__doc__)
     parser.add_argument("--prompt", default=DEFAULT_PROMPT)
@@ -81,19 +86,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8080, help="the agent's port (the web page is at /)")
     parser.add_argument("--serve", action="store_true", help="keep the stack running until Ctrl-C")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     print(
         "starting the emulator (SageMaker endpoint kokoro-82m with the real Kokoro model, Bedrock) "
         "and the agent ...",
         flush=True,
     )
-    with local_stack(agent_port=args.port) as stack:
-        text, seconds = speak_to_wav(stack.agent_url, args.prompt, args.out)
-        print(f"\nQ: {args.prompt}\nA: {text}\nwrote {args.out} ({seconds:.1f} s of speech)\n")
-        print(report(compare(stack.agent_url, args.prompt, runs=1)))
-        if args.serve:
-            print(f"\nweb page: {stack.agent_url}/   (Ctrl-C stops everything)", flush=True)
-            with contextlib.suppress(KeyboardInterrupt):
+    try:
+        with local_stack(agent_port=args.port) as stack:
+            text, seconds = speak_to_wav(stack.agent_url, args.prompt, args.out)
+            print(f"\nQ: {args.prompt}\nA: {text}\nwrote {args.out} ({seconds:.1f} s of speech)\n")
+            print(report(compare(stack.agent_url, args.prompt, runs=1)))
+            if args.serve:
+                print(f"\nweb page: {stack.agent_url}/   (Ctrl-C stops everything)", flush=True)
                 signal.pause()
+    except KeyboardInterrupt:
+        print("stopped: the agent and the emulator's replicas are down", file=sys.stderr, flush=True)
+        return 130
     return 0
 
 

@@ -84,6 +84,8 @@ class EmulatorConfig:
     # controller
     reconcile_interval_s: float = 1.0
     probe_timeout_s: float = 2.0
+    unhealthy_probes: int = 3
+    """A ready replica that fails this many /ping probes in a row is replaced (stopped, restarted)."""
     startup_timeout_s: float = 480.0
     """Default for a variant's ContainerStartupHealthCheckTimeoutInSeconds (SageMaker: 8 minutes)."""
     stop_grace_s: float = 30.0
@@ -142,7 +144,7 @@ class EmulatorConfig:
         return cls(**values)
 
 
-_INTS = {"http_port", "h2_port", "ws_ping_misses", "llm_first_token_ms", "rechunk_seed"}
+_INTS = {"http_port", "h2_port", "ws_ping_misses", "unhealthy_probes", "llm_first_token_ms", "rechunk_seed"}
 _FLOATS = {
     "reconcile_interval_s",
     "probe_timeout_s",

@@ -67,6 +67,7 @@ class ProcessReplica:
     async def stop(self, grace_s: float) -> None:
         if self.process.returncode is None:
             self._kill_group(signal.SIGTERM)
+            self._kill_group(signal.SIGCONT)  # a frozen replica handles SIGTERM only once it runs
             try:
                 async with asyncio.timeout(grace_s):
                     await self.process.wait()

@@ -1,0 +1,130 @@
+"""Pieces the emulator and agent reliability tests share: requests signed (or mis-signed) by
+botocore's own SigV4 signer and sent raw over HTTP/1.1 or HTTP/2, event-stream envelopes, and a
+line of output per case (`pytest -rP` shows them)."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import ssl
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from unittest import mock
+
+import httpx
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+from emulator import eventstream
+from emulator.server import Emulator
+from emulator.sigv4 import STREAMING_EVENTS
+
+BIDI_PATH = "/endpoints/{name}/invocations-bidirectional-stream"
+
+
+def say(tried: str, happened: str) -> None:
+    """One line per case: what was tried and what happened."""
+    print(f"TRIED {tried:<60} -> {happened}")
+
+
+def sign(
+    method: str,
+    url: str,
+    body: bytes,
+    *,
+    key: str,
+    secret: str,
+    service: str,
+    region: str = "us-east-1",
+    headers: dict[str, str] | None = None,
+    at: datetime.datetime | None = None,
+) -> dict[str, str]:
+    """The headers botocore's SigV4 signer puts on this request (signed at `at`, default now)."""
+    request = AWSRequest(method=method, url=url, data=body, headers=dict(headers or {}))
+    signer = SigV4Auth(Credentials(key, secret), service, region)
+    if at is None:
+        signer.add_auth(request)
+    else:
+        with mock.patch("botocore.auth.get_current_datetime", return_value=at):
+            signer.add_auth(request)
+    return dict(request.headers.items())
+
+
+@dataclass
+class RawAnswer:
+    status: int
+    headers: httpx.Headers
+    body: bytes
+    http_version: str
+    events: list[eventstream.Message] = field(default_factory=list)
+
+    @property
+    def error_type(self) -> str | None:
+        return (self.headers.get("x-amzn-errortype") or "").split(":")[0] or None
+
+    def describe(self) -> str:
+        if self.events:
+            kinds: list[list] = []
+            for event in self.events:
+                kind = event.exception_type or event.event_type
+                if kinds and kinds[-1][0] == kind:
+                    kinds[-1][1] += 1
+                else:
+                    kinds.append([kind, 1])
+            listed = ", ".join(f"{kind} x{n}" if n > 1 else str(kind) for kind, n in kinds)
+            return f"{self.status} {self.http_version}, events [{listed}]"
+        return f"{self.status} {self.error_type or ''} {self.body[:100]!r}"
+
+
+def envelope(inner: bytes, signature: bytes | None = None) -> bytes:
+    """A client event as the official client frames it: the inner message in a signing envelope."""
+    headers: dict[str, eventstream.HeaderValue] = {":date": datetime.datetime.now(datetime.UTC)}
+    if signature is not None:
+        headers[":chunk-signature"] = signature
+    return eventstream.encode(headers, inner)
+
+
+def payload_part(data: bytes, **headers: str) -> bytes:
+    return eventstream.event("PayloadPart", data, content_type="application/octet-stream", **headers)
+
+
+async def post(
+    emu: Emulator,
+    path: str,
+    body: bytes | Iterable[bytes],
+    headers: dict[str, str],
+    *,
+    http2: bool = False,
+    timeout_s: float = 20.0,
+) -> RawAnswer:
+    """POST raw bytes to the emulator: HTTP/1.1 on its plain listener or HTTP/2 on its TLS one."""
+    chunks = [body] if isinstance(body, bytes) else list(body)
+
+    async def stream() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+
+    base = emu.h2_url if http2 else emu.http_url
+    verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=str(emu.tls.ca)) if http2 else False
+    async with httpx.AsyncClient(http2=http2, verify=verify, trust_env=False, timeout=timeout_s) as client:
+        response = await client.post(f"{base}{path}", content=stream(), headers=headers)
+    answer = RawAnswer(response.status_code, response.headers, response.content, response.http_version)
+    if response.headers.get("content-type", "").startswith("application/vnd.amazon.eventstream"):
+        answer.events = eventstream.Decoder().feed(response.content)
+    return answer
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def converse_body(text: str = "Hi") -> bytes:
+    return json.dumps({"messages": [{"role": "user", "content": [{"text": text}]}]}).encode()
+
+
+STREAMING_HEADERS = {
+    "content-type": "application/vnd.amazon.eventstream",
+    "x-amz-content-sha256": STREAMING_EVENTS,
+}

@@ -47,7 +47,7 @@ def parse_converse_request(model_id: str, raw: bytes) -> ConverseRequest:
     """Validate a Converse/ConverseStream body; anything malformed is a ValidationException."""
     try:
         body = json.loads(raw or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, a huge integer, deep nesting
         raise _invalid(f"Malformed input request: the body is not JSON ({exc})") from exc
     if not isinstance(body, dict):
         raise _invalid("Malformed input request: the body must be a JSON object")

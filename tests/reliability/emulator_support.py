@@ -4,6 +4,7 @@ line of output per case (`pytest -rP` shows them)."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import hashlib
 import json
@@ -98,13 +99,18 @@ async def post(
     *,
     http2: bool = False,
     timeout_s: float = 20.0,
+    linger_s: float = 0.0,
 ) -> RawAnswer:
-    """POST raw bytes to the emulator: HTTP/1.1 on its plain listener or HTTP/2 on its TLS one."""
+    """POST raw bytes to the emulator: HTTP/1.1 on its plain listener or HTTP/2 on its TLS one.
+
+    `linger_s`: wait that long before ending the body (END_STREAM), so an echo can come back first.
+    """
     chunks = [body] if isinstance(body, bytes) else list(body)
 
     async def stream() -> AsyncIterator[bytes]:
         for chunk in chunks:
             yield chunk
+        await asyncio.sleep(linger_s)
 
     base = emu.h2_url if http2 else emu.http_url
     verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=str(emu.tls.ca)) if http2 else False

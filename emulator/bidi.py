@@ -150,7 +150,8 @@ class Session:
         if code == 1000 and not self.config.close_1000_is_error:
             return None
         reason = self.ws.close_reason
-        if code == 1006:
+        if code is None or code == 1006:  # the connection ended without a Close (RFC 6455 §7.1.5)
+            code = 1006
             reason = "the model container dropped the connection without a WebSocket Close"
         return StreamFailure("ModelStreamError", reason, str(code)).event
 

@@ -229,14 +229,14 @@ class Controller:
         self._event("Warning", "ReplicaExited", replica.id, f"exited with status {code}")
         self.wake()
 
-    async def _stop(self, replica: Replica) -> None:
+    async def _stop(self, replica: Replica, grace_s: float | None = None) -> None:
         previous, replica.phase = replica.phase, "Terminating"
         replica.ready = False
         if previous == "Starting" and replica.starter is not None:
             await asyncio.shield(replica.starter)
             return
         if previous in {"Running", "Terminating"} and replica.handle is not None:
-            await replica.handle.stop(self.config.stop_grace_s)
+            await replica.handle.stop(self.config.stop_grace_s if grace_s is None else grace_s)
             if replica.watcher is not None:
                 with contextlib.suppress(asyncio.CancelledError):
                     await replica.watcher
@@ -266,8 +266,9 @@ class Controller:
             replica.ready = ok
 
     async def _replace(self, replica: Replica) -> None:
-        """Stop an unhealthy replica; the next pass restarts it like one that exited."""
-        await self._stop(replica)
+        """Kill an unhealthy replica (it does not answer, so no grace period); the next pass restarts
+        it like one that exited."""
+        await self._stop(replica, grace_s=0)
         replica.failed_probes = 0
         replica.exited_at = time.monotonic()
         self.wake()

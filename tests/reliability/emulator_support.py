@@ -5,15 +5,22 @@ line of output per case (`pytest -rP` shows them)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import hashlib
 import json
+import os
+import signal
+import socket
 import ssl
+import subprocess
+import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from unittest import mock
 
 import httpx
+import psutil
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
@@ -134,3 +141,49 @@ STREAMING_HEADERS = {
     "content-type": "application/vnd.amazon.eventstream",
     "x-amz-content-sha256": STREAMING_EVENTS,
 }
+
+
+def listening_ports(pids: Iterable[int]) -> dict[int, list[int]]:
+    """pid -> the TCP ports it listens on."""
+    out: dict[int, list[int]] = {}
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            conns = psutil.Process(pid).net_connections(kind="tcp")
+            out[pid] = sorted({c.laddr.port for c in conns if c.status == psutil.CONN_LISTEN})
+    return out
+
+
+def port_free(port: int) -> bool:
+    """Nobody listens on it (connections it served may linger in TIME_WAIT; that is not holding it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+            sock.listen()
+        except OSError:
+            return False
+    return True
+
+
+def stops_everything(process: subprocess.Popen, sig: int, timeout_s: float) -> str:
+    """Send `sig` to `process` (not its group: only what it does itself counts); wait for it to exit and
+    for everything it started to be gone and its ports free. Returns a line saying what happened."""
+    children = [p.pid for p in psutil.Process(process.pid).children(recursive=True)]
+    ports = listening_ports([process.pid, *children])
+    assert children, "the entry point started nothing"
+    process.send_signal(sig)
+    process.wait(timeout_s)
+    deadline = time.monotonic() + 10
+    alive = children
+    while time.monotonic() < deadline:
+        alive = [
+            pid for pid in children if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
+        ]
+        busy = [port for pids in ports.values() for port in pids if not port_free(port)]
+        if not alive and not busy:
+            return f"exit {process.returncode}; stopped {len(children)} children; released ports {ports}"
+        time.sleep(0.2)
+    for pid in alive:  # do not leave them behind for the next test
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    raise AssertionError(f"after {signal.Signals(sig).name}: children still running {alive}, ports {ports}")

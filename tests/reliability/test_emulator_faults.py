@@ -119,8 +119,9 @@ async def test_frozen_container_is_replaced_and_its_session_ends_with_an_error(e
     await _next_session_works(emu)
     say(
         "SIGSTOP the container mid-session",
-        f"ModelStreamError {caught.value.error_code!r} ({caught.value.message}) after {ended_s:.1f} s, a new session answered in "
-        f"{open_s:.1f} s, replica replaced in {back_s:.1f} s, events {reasons[-4:]}",
+        f"ModelStreamError {caught.value.error_code!r} ({caught.value.message}) after {ended_s:.1f} s, "
+        f"a new session answered in {open_s:.1f} s, replica replaced in {back_s:.1f} s, "
+        f"events {reasons[-4:]}",
     )
     assert caught.value.error_code == "1006"
     assert "Unhealthy" in reasons and "Replacing" in reasons

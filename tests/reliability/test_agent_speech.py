@@ -132,3 +132,36 @@ async def test_cancel_stops_every_queued_request_of_the_session(emu: Emulator) -
     assert started_after == [], "requests queued before the cancel were started after it"
     assert {"s1", "s2", "s3"} <= set(cancelled)
     assert not {"s1", "s2", "s3"} & set(completed)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+async def test_four_concurrent_real_model_sessions_all_complete(emu: Emulator) -> None:
+    client = await bidi_client(emu)
+
+    async def one(index: int) -> tuple[list[str], int]:
+        completed, audio = [], 0
+        async with await TTSSession.open(client, ENDPOINT) as session:
+            for n, sentence in enumerate(SENTENCES[index % 2 :][:2]):
+                await session.synthesize(sentence, f"c{index}-{n}", "jm_kumo", "pcm")
+            await session.finish()
+            async for chunk in session.chunks():
+                if isinstance(chunk, Audio):
+                    audio += len(chunk.data)
+                elif chunk.type == "synthesis_complete":
+                    completed.append(chunk.message["request_id"])
+                elif chunk.type == "error":
+                    pytest.fail(f"session {index}: {chunk.message}")
+        return completed, audio
+
+    started = time.monotonic()
+    async with asyncio.timeout(540):
+        results = await asyncio.gather(*(one(i) for i in range(4)))
+    say(
+        "4 concurrent sessions, 2 sentences each, real Kokoro",
+        f"completed {[len(c) for c, _ in results]} in {time.monotonic() - started:.1f} s, "
+        f"audio {[round(a / 48_000, 1) for _, a in results]} s",
+    )
+    for index, (completed, audio) in enumerate(results):
+        assert completed == [f"c{index}-0", f"c{index}-1"]
+        assert audio > 48_000  # more than a second of speech

@@ -130,7 +130,7 @@ async def test_invocation_path_traversal_through_the_official_client(emu: Emulat
     say("official HTTP/2 client, invocation path '../../ping'", "InputValidationError")
 
 
-# request -> (status, error type); raw HTTP/1.1 on the plain listener
+# request -> (status, error type), sent raw
 REQUEST_CASES = {
     "InvokeEndpoint, unknown endpoint": ("/endpoints/nope/invocations", {}, b"x", 400, "ValidationError"),
     "InvokeEndpoint, 6 MiB + 1 byte": (
@@ -246,7 +246,8 @@ REQUEST_CASES = {
 @pytest.mark.parametrize("case", list(REQUEST_CASES))
 async def test_bad_requests_get_typed_errors(emu: Emulator, case: str) -> None:
     path, headers, body, status, code = REQUEST_CASES[case]
-    answer = await post(emu, path, body, headers)
+    # The bidirectional stream is an HTTP/2 operation; the others are HTTP/1.1 (restJson1, awsJson1.1).
+    answer = await post(emu, path, body, headers, http2=path.endswith("-bidirectional-stream"))
     say(case, answer.describe())
     assert (answer.status, answer.error_type) == (status, code)
     document = json.loads(answer.body)

@@ -2,7 +2,8 @@
 plus the agent, started together and stopped together.
 
 `python -m agent.local` asks one question, saves the spoken answer to `out/answer.wav` and prints the
-time to first audio of both modes; `--serve` keeps the stack up for the web page until Ctrl-C.
+time to first audio of both modes; `--serve` keeps the stack up for the web page until Ctrl-C or
+SIGTERM, either of which stops the agent and the emulator's replicas.
 The bench and the integration tests use `local_stack()` the same way.
 """
 

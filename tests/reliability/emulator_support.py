@@ -15,8 +15,10 @@ import socket
 import ssl
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import httpx
@@ -26,8 +28,19 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from emulator import eventstream
-from emulator.server import Emulator
+from emulator.server import Emulator, emulator_in_thread
 from emulator.sigv4 import STREAMING_EVENTS
+from tests.emulator.support import (
+    bidi_client,
+    endpoint,
+    fast_config,
+    manifest,
+    model,
+    next_part,
+    open_stream,
+    part,
+    variant,
+)
 
 BIDI_PATH = "/endpoints/{name}/invocations-bidirectional-stream"
 
@@ -187,3 +200,24 @@ def stops_everything(process: subprocess.Popen, sig: int, timeout_s: float) -> s
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
     raise AssertionError(f"after {signal.Signals(sig).name}: children still running {alive}, ports {ports}")
+
+
+@contextlib.contextmanager
+def echo_emulator(home: Path, replicas: int = 1, **overrides: Any) -> Iterator[Emulator]:
+    """An emulator (fast test settings plus `overrides`) with one endpoint `echo` of echo containers."""
+    resources = [
+        model("echo", "echo:latest"),
+        *endpoint("echo", [variant("AllTraffic", "echo", count=replicas)]),
+    ]
+    with emulator_in_thread(fast_config(home, **overrides), manifest(resources)) as running:
+        yield running
+
+
+async def open_echoing(emu: Emulator, key: str = "test", secret: str = "test"):
+    """A bidirectional session on `echo` through the official client, one message already echoed."""
+    client = await bidi_client(emu, key, secret)
+    stream = await open_stream(client, "echo")
+    await stream.input_stream.send(part(b"before", "UTF8"))
+    _, events = await stream.await_output()
+    assert (await next_part(events)).bytes_ == b"before"
+    return stream, events

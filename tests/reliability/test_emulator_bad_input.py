@@ -15,20 +15,22 @@ import pytest
 from aws_sdk_sagemaker_runtime_http2.models import InputValidationError
 
 from emulator import eventstream
-from emulator.server import Emulator, emulator_in_thread
+from emulator.server import Emulator
 from tests.emulator.support import (
     bidi_client,
     boto_client,
-    endpoint,
-    fast_config,
-    manifest,
-    model,
-    next_part,
     open_stream,
     part,
-    variant,
 )
-from tests.reliability.emulator_support import BIDI_PATH, converse_body, payload_part, post, say
+from tests.reliability.emulator_support import (
+    BIDI_PATH,
+    converse_body,
+    echo_emulator,
+    open_echoing,
+    payload_part,
+    post,
+    say,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability, pytest.mark.timeout(60)]
 
@@ -37,9 +39,8 @@ EVENTSTREAM = {"content-type": "application/vnd.amazon.eventstream"}
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    config = fast_config(tmp_path_factory.mktemp("emulator"), llm_first_token_ms=0, llm_tokens_per_s=2000.0)
-    resources = [model("echo", "echo:latest"), *endpoint("echo", [variant("AllTraffic", "echo")])]
-    with emulator_in_thread(config, manifest(resources)) as running:
+    home = tmp_path_factory.mktemp("emulator")
+    with echo_emulator(home, llm_first_token_ms=0, llm_tokens_per_s=2000.0) as running:
         yield running
 
 
@@ -47,11 +48,7 @@ async def still_serves(emu: Emulator) -> None:
     """The emulator and the container answer good requests after the bad one."""
     answer = await post(emu, "/endpoints/echo/invocations", b"still here", {"content-type": "text/plain"})
     assert (answer.status, answer.body) == (200, b"still here")
-    client = await bidi_client(emu)
-    stream = await open_stream(client, "echo")
-    await stream.input_stream.send(part(b"ok", "UTF8"))
-    _, events = await stream.await_output()
-    assert (await next_part(events)).bytes_ == b"ok"
+    stream, _ = await open_echoing(emu)
     await stream.close()
 
 

@@ -16,45 +16,23 @@ from collections.abc import Iterator
 import pytest
 from aws_sdk_sagemaker_runtime_http2.models import ModelError, ModelStreamError, ServiceUnavailableError
 
-from emulator.server import Emulator, emulator_in_thread
+from emulator.server import Emulator
 from tests.emulator.support import (
-    bidi_client,
-    endpoint,
-    fast_config,
-    manifest,
-    model,
     next_part,
-    open_stream,
     part,
     replicas,
     status,
-    variant,
 )
-from tests.reliability.emulator_support import say
+from tests.reliability.emulator_support import echo_emulator, open_echoing, say
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability, pytest.mark.timeout(90)]
 
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    config = fast_config(
-        tmp_path_factory.mktemp("emulator"),
-        probe_timeout_s=0.5,
-        unhealthy_probes=3,
-        ws_connect_timeout_s=2.0,
-    )
-    resources = [model("echo", "echo:latest"), *endpoint("echo", [variant("AllTraffic", "echo")])]
-    with emulator_in_thread(config, manifest(resources)) as running:
+    home = tmp_path_factory.mktemp("emulator")
+    with echo_emulator(home, probe_timeout_s=0.5, unhealthy_probes=3, ws_connect_timeout_s=2.0) as running:
         yield running
-
-
-async def _open_echoing(emu: Emulator):
-    client = await bidi_client(emu)
-    stream = await open_stream(client, "echo")
-    await stream.input_stream.send(part(b"before", "UTF8"))
-    _, events = await stream.await_output()
-    assert (await next_part(events)).bytes_ == b"before"
-    return stream, events
 
 
 async def _ready_again(emu: Emulator, old_pid: int, within_s: float = 30.0) -> dict:
@@ -68,12 +46,12 @@ async def _ready_again(emu: Emulator, old_pid: int, within_s: float = 30.0) -> d
 
 
 async def _next_session_works(emu: Emulator) -> None:
-    stream, _ = await _open_echoing(emu)
+    stream, _ = await open_echoing(emu)
     await stream.close()
 
 
 async def test_killed_container_is_a_typed_error_then_replaced(emu: Emulator) -> None:
-    stream, events = await _open_echoing(emu)
+    stream, events = await open_echoing(emu)
     [replica] = replicas(emu, "echo")
     killed_at = time.monotonic()
     os.killpg(replica["pid"], signal.SIGKILL)
@@ -95,7 +73,7 @@ async def test_killed_container_is_a_typed_error_then_replaced(emu: Emulator) ->
 
 
 async def test_frozen_container_is_replaced_and_its_session_ends_with_an_error(emu: Emulator) -> None:
-    stream, events = await _open_echoing(emu)
+    stream, events = await open_echoing(emu)
     [replica] = replicas(emu, "echo")
     frozen_at = time.monotonic()
     os.killpg(replica["pid"], signal.SIGSTOP)
@@ -107,7 +85,7 @@ async def test_frozen_container_is_replaced_and_its_session_ends_with_an_error(e
         # A session opened while it is frozen gets an error too, not a hang.
         opened = time.monotonic()
         with contextlib.suppress(ModelError, ServiceUnavailableError, ModelStreamError):
-            late, _ = await _open_echoing(emu)
+            late, _ = await open_echoing(emu)
             await late.close()
         open_s = time.monotonic() - opened
         new = await _ready_again(emu, replica["pid"])

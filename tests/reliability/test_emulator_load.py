@@ -15,19 +15,14 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from emulator.server import Emulator, emulator_in_thread
+from emulator.server import Emulator
 from tests.emulator.support import (
     bidi_client,
-    endpoint,
-    fast_config,
-    manifest,
-    model,
     next_part,
     open_stream,
     part,
-    variant,
 )
-from tests.reliability.emulator_support import say
+from tests.reliability.emulator_support import echo_emulator, say
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -39,9 +34,7 @@ RSS_GROWTH_LIMIT_MB = 150
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    config = fast_config(tmp_path_factory.mktemp("emulator"))
-    resources = [model("echo", "echo:latest"), *endpoint("echo", [variant("AllTraffic", "echo", count=2)])]
-    with emulator_in_thread(config, manifest(resources)) as running:
+    with echo_emulator(tmp_path_factory.mktemp("emulator"), replicas=2) as running:
         yield running
 
 

@@ -19,23 +19,19 @@ from unittest import mock
 import botocore.exceptions
 import pytest
 
-from emulator.server import Emulator, emulator_in_thread
+from emulator.server import Emulator
 from tests.emulator.support import (
     bidi_client,
     boto_client,
-    endpoint,
-    fast_config,
-    manifest,
-    model,
     next_part,
     open_stream,
     part,
-    variant,
 )
 from tests.reliability.emulator_support import (
     BIDI_PATH,
     STREAMING_HEADERS,
     converse_body,
+    echo_emulator,
     envelope,
     payload_part,
     post,
@@ -51,14 +47,9 @@ KEY, SECRET = "AKIDRELIABILITY", "reliability-secret"
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    config = fast_config(
-        tmp_path_factory.mktemp("emulator"),
-        sigv4_keys={KEY: SECRET},
-        llm_first_token_ms=0,
-        llm_tokens_per_s=2000.0,
-    )
-    resources = [model("echo", "echo:latest"), *endpoint("echo", [variant("AllTraffic", "echo")])]
-    with emulator_in_thread(config, manifest(resources)) as running:
+    home = tmp_path_factory.mktemp("emulator")
+    fast_model = {"llm_first_token_ms": 0, "llm_tokens_per_s": 2000.0}
+    with echo_emulator(home, sigv4_keys={KEY: SECRET}, **fast_model) as running:
         yield running
 
 

@@ -287,7 +287,7 @@ def control_plane_blueprint(plane: ControlPlane) -> Blueprint:
             try:
                 body = json.loads(raw or b"{}")
             except (ValueError, RecursionError) as exc:  # not JSON, a huge integer, deep nesting
-                raise AwsError("SerializationException", f"request body is not JSON: {exc!r}") from exc
+                raise AwsError("SerializationException", f"request body is not JSON: {exc}") from exc
             if not isinstance(body, dict):
                 raise AwsError("SerializationException", "request body must be a JSON object")
             result = handler(body)

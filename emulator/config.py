@@ -84,8 +84,9 @@ class EmulatorConfig:
     # controller
     reconcile_interval_s: float = 1.0
     probe_timeout_s: float = 2.0
-    unhealthy_probes: int = 3
-    """A ready replica that fails this many /ping probes in a row is replaced (stopped, restarted)."""
+    unhealthy_probes: int = 5
+    """A ready replica that fails this many /ping probes in a row (about 15 s without an answer with the
+    default timing) is replaced: killed and restarted."""
     startup_timeout_s: float = 480.0
     """Default for a variant's ContainerStartupHealthCheckTimeoutInSeconds (SageMaker: 8 minutes)."""
     stop_grace_s: float = 30.0

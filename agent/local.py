@@ -5,7 +5,8 @@ together.
 `python -m agent.local` asks one question through the AgentCore hop (`invoke_agent_runtime` on the
 runtime's ARN, as `agent-infra demo --endpoint-url <ARN>` does against AWS), saves the spoken answer
 to `out/answer.wav` and prints the time to first audio of both modes; `--serve` keeps the stack up
-for the web page until Ctrl-C. The bench and the integration tests use `local_stack()` the same way.
+for the web page until Ctrl-C or SIGTERM, either of which stops the agent and the emulator's
+replicas. The benchmarks and the integration tests use `local_stack()` the same way.
 """
 
 from __future__ import annotations
@@ -111,25 +112,34 @@ def speak_to_wav(target: str, prompt: str, out: Path, mode: str = "bidi") -> tup
     return text, len(pcm) / 48_000
 
 
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, so every `with` block stops what it started."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agent.local", description=__doc__)
     parser.add_argument("--prompt", default=DEFAULT_PROMPT)
     parser.add_argument("--out", type=Path, default=Path("out/answer.wav"))
     parser.add_argument("--serve", action="store_true", help="keep the stack running until Ctrl-C")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     print(
         "starting the emulator (SageMaker endpoint kokoro-82m with the real Kokoro model, Bedrock, "
         "and the agent as AgentCore runtime voice_agent) ...",
         flush=True,
     )
-    with local_stack() as stack:
-        text, seconds = speak_to_wav(stack.runtime_arn, args.prompt, args.out)
-        print(f"\nQ: {args.prompt}\nA: {text}\nwrote {args.out} ({seconds:.1f} s of speech)\n")
-        print(report(compare(stack.runtime_arn, args.prompt, runs=1)))
-        if args.serve:
-            print(f"\nweb page: {stack.agent_url}/   (Ctrl-C stops everything)", flush=True)
-            with contextlib.suppress(KeyboardInterrupt):
+    try:
+        with local_stack() as stack:
+            text, seconds = speak_to_wav(stack.runtime_arn, args.prompt, args.out)
+            print(f"\nQ: {args.prompt}\nA: {text}\nwrote {args.out} ({seconds:.1f} s of speech)\n")
+            print(report(compare(stack.runtime_arn, args.prompt, runs=1)))
+            if args.serve:
+                print(f"\nweb page: {stack.agent_url}/   (Ctrl-C stops everything)", flush=True)
                 signal.pause()
+    except KeyboardInterrupt:
+        print("stopped: the agent and the emulator's replicas are down", file=sys.stderr, flush=True)
+        return 130
     return 0
 
 

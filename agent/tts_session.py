@@ -48,7 +48,7 @@ def classify(chunk: bytes) -> Audio | Control:
     if chunk.lstrip()[:1] == b"{":
         try:
             message = json.loads(chunk)
-        except (UnicodeDecodeError, ValueError):
+        except (ValueError, RecursionError):  # not UTF-8/JSON, a huge integer, deep nesting
             return Audio(chunk)
         if isinstance(message, dict):
             return Control(message)

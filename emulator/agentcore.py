@@ -31,14 +31,13 @@ from typing import Any
 import httpx
 from quart import Blueprint, Response, request
 
-from emulator import auth
 from emulator.agent_runtimes import (
     DEFAULT_ENDPOINT,
     AgentRuntimeControl,
     field_error,
     not_found,
 )
-from emulator.awserrors import AwsError, request_id, rest_json_error
+from emulator.awserrors import AwsError, render_errors, request_id, rest_json_error
 from emulator.config import EmulatorConfig
 from emulator.fidelity import Delay, delayed_chunks
 from emulator.state import AgentRuntime, Replica
@@ -69,7 +68,7 @@ class StreamBroken(Exception):
 
 def agentcore_error(err: AwsError) -> Response:
     """AgentCore's error bodies carry a lower-case `message`."""
-    return rest_json_error(err, message_key="message")
+    return rest_json_error(err, message_member="message")
 
 
 def _json_body(raw: bytes) -> dict[str, Any]:
@@ -105,13 +104,13 @@ CONTROL_ROUTES = (
 
 def agentcore_control_blueprint(config: EmulatorConfig, control: AgentRuntimeControl) -> Blueprint:
     bp = Blueprint("agentcore_control", __name__)
+    render_errors(bp, agentcore_error)
     operations = control.operations()
 
     async def call(operation: str, status: int, **path: str) -> Response:
         """One operation: JSON body, query and path members in, JSON out with the modeled status."""
         raw = await request.get_data()
         try:
-            auth.check_request(config, raw)
             params = {**_json_body(raw), **_query(), **path}
             result = operations[operation](params)
         except AwsError as err:
@@ -203,12 +202,12 @@ def agentcore_runtime_blueprint(
     config: EmulatorConfig, control: AgentRuntimeControl, http: httpx.AsyncClient
 ) -> Blueprint:
     bp = Blueprint("agentcore_runtime", __name__)
+    render_errors(bp, agentcore_error)
 
     @bp.post("/runtimes/<path:target>/invocations")
     async def invoke(target: str) -> Response:
         body = await request.get_data()
         try:
-            auth.check_request(config, body)
             if len(body) > MAX_PAYLOAD:
                 raise field_error("payload", f"Member must have length less than or equal to {MAX_PAYLOAD}")
             qualifier = request.args.get("qualifier")

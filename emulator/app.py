@@ -4,7 +4,8 @@ The same app serves both listeners (plain HTTP/1.1 and TLS h2); clients pick the
 `POST /` + `X-Amz-Target` is the SageMaker control plane, `/endpoints/<name>/invocations*` the
 runtimes, `/model/<id>/converse*` Bedrock Runtime, `/runtimes/...` Bedrock AgentCore (control plane,
 and `/runtimes/<ARN>/invocations` its data plane), `/sts/` STS GetCallerIdentity, `/cloudformation/`
-the stacks of the agent runtimes, `/_emulator/status` the operator view.
+the stacks of the agent runtimes, `/_emulator/status` the operator view. SigV4 (when keys
+are configured) is checked once for every AWS face, before its route runs (emulator.auth).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import httpx
 from quart import Quart
 
+from emulator import auth
 from emulator.admin import admin_blueprint
 from emulator.agent_runtimes import AgentRuntimeControl
 from emulator.agentcore import agentcore_control_blueprint, agentcore_runtime_blueprint
@@ -47,6 +49,7 @@ def create_app(services: Services) -> Quart:
     app = Quart("emulator")
     # Streams live as long as the client keeps them open; bodies are bounded per face.
     app.config.update(BODY_TIMEOUT=None, RESPONSE_TIMEOUT=None, MAX_CONTENT_LENGTH=None)
+    auth.install(app, services.config)
     app.register_blueprint(control_plane_blueprint(services.control_plane))
     app.register_blueprint(classic_blueprint(services.config, services.router, services.http))
     app.register_blueprint(bidi_blueprint(services.config, services.router, services.runtime))

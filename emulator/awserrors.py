@@ -2,18 +2,21 @@
 
 One exception type carries the error code, HTTP status, message and any extra modeled members; the
 faces turn it into the response shape their protocol uses (sagemaker-runtime.md §2.1, §2.4, §4):
-awsJson1.1 puts `__type` in the body, restJson1 puts the code in `x-amzn-ErrorType`, awsQuery
-answers an XML `ErrorResponse`.
+awsJson1.1 puts `__type` in the body, restJson1 puts the code in `x-amzn-ErrorType`, awsQuery (STS,
+CloudFormation) answers an XML `ErrorResponse`. A face names its envelope once with
+`render_errors(blueprint, ...)`; every AwsError raised while serving one of its routes (the SigV4 check
+included) is answered in it.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 from xml.sax.saxutils import escape
 
-from quart import Response
+from quart import Blueprint, Response
 
 
 class AwsError(Exception):
@@ -40,10 +43,11 @@ def json_protocol_error(err: AwsError) -> Response:
     )
 
 
-def rest_json_error(err: AwsError, message_key: str = "Message") -> Response:
-    """restJson1 (the runtimes, Bedrock, AgentCore): code in the header, members in the body
-    (`message_key`: the member name the service's model gives the message)."""
-    body = {message_key: err.message, **err.members}
+def rest_json_error(err: AwsError, message_member: str = "Message") -> Response:
+    """restJson1 (the runtimes, Bedrock, AgentCore): code in the header, members in the body.
+
+    SageMaker names the message `Message`, Bedrock `message` (botocore reads either)."""
+    body = {message_member: err.message, **err.members}
     return Response(
         json.dumps(body),
         status=err.status,
@@ -64,3 +68,12 @@ def query_error(err: AwsError, namespace: str) -> Response:
 def validation(message: str) -> AwsError:
     """The control plane's error for bad input and unknown resources."""
     return AwsError("ValidationException", message)
+
+
+def render_errors(blueprint: Blueprint, render: Callable[[AwsError], Response]) -> None:
+    """Answer every AwsError raised while serving `blueprint`'s routes with `render`."""
+
+    async def handle(err: AwsError) -> Response:
+        return render(err)
+
+    blueprint.register_error_handler(AwsError, handle)

@@ -5,7 +5,8 @@ text delta as soon as the reply backend (emulator.llm) produces it: messageStart
 contentBlockStop, messageStop, metadata. `POST /model/{modelId}/converse` answers the whole reply as
 Bedrock's JSON. Any model id is accepted; the backend is the one the emulator config names.
 
-Errors are typed the way boto3 expects: a malformed request is HTTP 400 with
+Errors are the shared AWS envelope (emulator.awserrors, restJson1 with Bedrock's lowercase `message`),
+typed the way boto3 expects: a malformed request is HTTP 400 with
 `x-amzn-errortype: ValidationException` (raised as `client.exceptions.ValidationException`); a backend
 failure is HTTP 424 `ModelErrorException` for Converse and a `modelStreamErrorException` event once a
 stream has started; an unexpected fault is `InternalServerException` (500, or its stream event).
@@ -19,13 +20,13 @@ import asyncio
 import contextlib
 import json
 import logging
-import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from quart import Blueprint, Response, request
 
 from emulator import eventstream
+from emulator.awserrors import AwsError, render_errors, request_id, rest_json_error
 from emulator.llm import ConverseRequest, ModelBackendError, ReplyModel, reply_model_from_config, tokenize
 
 logger = logging.getLogger(__name__)
@@ -34,25 +35,19 @@ EVENTSTREAM_CONTENT_TYPE = "application/vnd.amazon.eventstream"
 _ROLES = {"user", "assistant"}
 
 
-class BedrockError(Exception):
-    """A modeled Bedrock Runtime error: its type name (as boto3 knows it), HTTP status and fields."""
-
-    def __init__(self, error_type: str, status: int, message: str, **fields: Any) -> None:
-        super().__init__(message)
-        self.error_type = error_type
-        self.status = status
-        self.fields = {"message": message, **fields}
+def _invalid(message: str) -> AwsError:
+    return AwsError("ValidationException", message, 400)
 
 
-def _invalid(message: str) -> BedrockError:
-    return BedrockError("ValidationException", 400, message)
+def _error_response(error: AwsError) -> Response:
+    return rest_json_error(error, message_member="message")
 
 
 def parse_converse_request(model_id: str, raw: bytes) -> ConverseRequest:
     """Validate a Converse/ConverseStream body; anything malformed is a ValidationException."""
     try:
         body = json.loads(raw or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, a huge integer, deep nesting
         raise _invalid(f"Malformed input request: the body is not JSON ({exc})") from exc
     if not isinstance(body, dict):
         raise _invalid("Malformed input request: the body must be a JSON object")
@@ -95,15 +90,6 @@ def _inference_config(config: Any) -> dict[str, Any]:
     if stops is not None and (not isinstance(stops, list) or not all(isinstance(s, str) for s in stops)):
         raise _invalid("inferenceConfig.stopSequences must be a list of strings")
     return config
-
-
-def _error_response(error: BedrockError) -> Response:
-    return Response(
-        json.dumps(error.fields),
-        status=error.status,
-        content_type="application/json",
-        headers={"x-amzn-errortype": error.error_type, "x-amzn-requestid": str(uuid.uuid4())},
-    )
 
 
 def _input_tokens(parsed: ConverseRequest) -> int:
@@ -153,16 +139,13 @@ def bedrock_blueprint(config: Any, model: ReplyModel | None = None) -> Blueprint
     """
     model = model or reply_model_from_config(config)
     blueprint = Blueprint("bedrock", __name__)
-
-    @blueprint.errorhandler(BedrockError)
-    async def typed_error(error: BedrockError) -> Response:
-        return _error_response(error)
+    render_errors(blueprint, _error_response)
 
     @blueprint.post("/model/<path:model_id>/converse-stream")
     async def converse_stream(model_id: str) -> Response:
         parsed = parse_converse_request(model_id, await request.get_data())
         response = Response(_stream_events(model, parsed), content_type=EVENTSTREAM_CONTENT_TYPE)
-        response.headers["x-amzn-requestid"] = str(uuid.uuid4())
+        response.headers["x-amzn-requestid"] = request_id()
         response.timeout = None  # a slow model may stream for longer than RESPONSE_TIMEOUT
         return response
 
@@ -175,15 +158,15 @@ def bedrock_blueprint(config: Any, model: ReplyModel | None = None) -> Blueprint
         try:
             text = "".join([delta async for delta in generation.deltas()])
         except ModelBackendError as exc:
-            raise BedrockError(
+            raise AwsError(
                 "ModelErrorException",
-                424,
                 str(exc),
+                424,
                 **({"originalStatusCode": exc.status} if exc.status else {}),
             ) from exc
         except Exception as exc:
             logger.exception("the reply backend failed")
-            raise BedrockError("InternalServerException", 500, f"the reply backend failed: {exc!r}") from exc
+            raise AwsError("InternalServerException", f"the reply backend failed: {exc!r}", 500) from exc
         body = {
             "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
             "stopReason": generation.stop_reason,
@@ -191,7 +174,7 @@ def bedrock_blueprint(config: Any, model: ReplyModel | None = None) -> Blueprint
             "metrics": {"latencyMs": round((loop.time() - started) * 1000)},
         }
         return Response(
-            json.dumps(body), content_type="application/json", headers={"x-amzn-requestid": str(uuid.uuid4())}
+            json.dumps(body), content_type="application/json", headers={"x-amzn-requestid": request_id()}
         )
 
     return blueprint

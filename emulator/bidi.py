@@ -31,7 +31,7 @@ from quart import Blueprint, Response, request, stream_with_context
 from quart.wrappers import Body
 
 from emulator import auth, eventstream
-from emulator.awserrors import AwsError, request_id, rest_json_error
+from emulator.awserrors import AwsError, render_errors, request_id, rest_json_error
 from emulator.classic import model_error
 from emulator.config import EmulatorConfig
 from emulator.fidelity import Delay
@@ -80,9 +80,12 @@ def parse_target(name: str, headers) -> Target:
     query = headers.get("X-Amzn-SageMaker-Model-Query-String") or None
     if variant is not None and not NAME_RE.match(variant):
         raise input_error(f"TargetVariant {variant!r} must match {NAME_RE.pattern}.")
-    if path is not None and (len(path) > 100 or not PATH_RE.match(path)):
+    if path is not None and (
+        len(path) > 100 or not PATH_RE.match(path) or {".", ".."} & set(path.split("/"))
+    ):
         raise input_error(
-            f"ModelInvocationPath {path!r} must match {PATH_RE.pattern} (at most 100 characters)."
+            f"ModelInvocationPath {path!r} must match {PATH_RE.pattern} (at most 100 characters) "
+            "and must not contain '.' or '..' segments."
         )
     if query is not None and (len(query) > 2048 or not QUERY_RE.match(query)):
         raise input_error("ModelQueryString must be key=value pairs joined by & (at most 2048 characters).")
@@ -147,7 +150,8 @@ class Session:
         if code == 1000 and not self.config.close_1000_is_error:
             return None
         reason = self.ws.close_reason
-        if code == 1006:
+        if code is None or code == 1006:  # the connection ended without a Close (RFC 6455 §7.1.5)
+            code = 1006
             reason = "the model container dropped the connection without a WebSocket Close"
         return StreamFailure("ModelStreamError", reason, str(code)).event
 
@@ -183,6 +187,10 @@ class Session:
                         self.input_ended_by_client = True
                         break
             self._request_done.set()
+            if decoder.pending and not self.input_ended_by_client:
+                raise eventstream.EventStreamError(
+                    f"the input ended inside an event ({decoder.pending} bytes of an incomplete message)"
+                )
             if not self.input_ended_by_client:
                 await queue.put((time.monotonic(), None))
             await sender
@@ -197,7 +205,14 @@ class Session:
                 sender.cancel()
 
     def _unwrap(self, message: eventstream.Message) -> eventstream.Message | None:
-        """The inner PayloadPart of a signed envelope; None for the end-of-input envelope."""
+        """The inner PayloadPart of a signed envelope; None for the end-of-input envelope.
+
+        With SigV4 on, every event must be a signed envelope whose signature continues the chain;
+        an unsigned event ends the session like a wrong signature does."""
+        if self.chain is not None and ":chunk-signature" not in message.headers:
+            raise StreamFailure(
+                "InternalStreamFailure", "event is not signed (no :chunk-signature) but SigV4 is required"
+            )
         if ":chunk-signature" in message.headers:
             if self.chain is not None and not self.chain.verify(message):
                 raise StreamFailure("InternalStreamFailure", "event signature does not match")
@@ -287,9 +302,10 @@ class Session:
 
 def bidi_blueprint(config: EmulatorConfig, router: Router, runtime: Runtime) -> Blueprint:
     bp = Blueprint("sagemaker_runtime_http2", __name__)
+    render_errors(bp, rest_json_error)
 
     async def open_session(name: str) -> Session:
-        signed = auth.check_request(config, None)
+        signed = auth.signature()
         target = parse_target(name, request.headers)
         try:
             route = router.route(name, target.variant)
@@ -324,6 +340,7 @@ def bidi_blueprint(config: EmulatorConfig, router: Router, runtime: Runtime) -> 
         return Session(config, route, ws, signed)
 
     @bp.post("/endpoints/<name>/invocations-bidirectional-stream")
+    @auth.event_stream_input
     async def bidirectional(name: str) -> Response:
         try:
             session = await open_session(name)

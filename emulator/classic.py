@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 from quart import Blueprint, Response, request
 
-from emulator import auth, eventstream
-from emulator.awserrors import AwsError, request_id, rest_json_error
+from emulator import eventstream
+from emulator.awserrors import AwsError, render_errors, request_id, rest_json_error
 from emulator.config import EmulatorConfig
 from emulator.fidelity import Delay, Rechunker, delayed_chunks
 from emulator.routing import Route, Router, RoutingError
@@ -72,10 +72,10 @@ def routing_error(err: RoutingError) -> AwsError:
 
 def classic_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncClient) -> Blueprint:
     bp = Blueprint("sagemaker_runtime", __name__)
+    render_errors(bp, rest_json_error)
 
     async def prepare(name: str) -> tuple[bytes, Route, dict[str, str]]:
         body = await request.get_data()
-        auth.check_request(config, body)
         if len(body) > MAX_PAYLOAD:
             raise AwsError("ValidationError", f"Request payload is larger than {MAX_PAYLOAD} bytes.")
         try:

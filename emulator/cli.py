@@ -306,6 +306,7 @@ def format_status(status: dict[str, Any]) -> str:
     out = [
         f"emulator pid {info.get('pid')}  {info.get('http_url')}  {info.get('h2_url')}  "
         f"runtime {info.get('runtime')}",
+        f"response streams split: {info.get('rechunk', '-')}",
         "",
     ]
     endpoints = [["ENDPOINT", "STATUS", "CONFIG", "VARIANTS", "READY", "AGE"]]

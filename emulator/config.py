@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from emulator.fidelity import ARBITRARY
+
 DEFAULT_HOME = Path("~/.cache/voice-agent-aws/emulator")
 
 
@@ -99,6 +101,9 @@ class EmulatorConfig:
     # controller
     reconcile_interval_s: float = 1.0
     probe_timeout_s: float = 2.0
+    unhealthy_probes: int = 5
+    """A ready replica that fails this many /ping probes in a row (about 15 s without an answer with the
+    default timing) is replaced: killed and restarted."""
     startup_timeout_s: float = 480.0
     """Default for a variant's ContainerStartupHealthCheckTimeoutInSeconds (SageMaker: 8 minutes)."""
     stop_grace_s: float = 30.0
@@ -123,9 +128,10 @@ class EmulatorConfig:
     """Added to every container -> client message."""
     jitter_in_ms: float = 0.0
     jitter_out_ms: float = 0.0
-    rechunk: tuple[int, int] | None = None
-    """Re-split response-stream bytes into parts of MIN..MAX bytes (None: one part per container chunk)."""
-    rechunk_seed: int | None = None
+    rechunk: tuple[int, int] | str | None = ARBITRARY
+    """How response streams are split (emulator.fidelity.Rechunker): `"arbitrary"` (each container
+    write cut at random points), parts of MIN..MAX bytes, or None (one part per container write)."""
+    rechunk_seed: int | None = 0
     sigv4_keys: Mapping[str, str] = field(default_factory=dict)
     """Access key id -> secret; when non-empty every AWS request must carry a valid SigV4 signature."""
 
@@ -156,7 +162,7 @@ class EmulatorConfig:
         return cls(**values)
 
 
-_INTS = {"http_port", "h2_port", "ws_ping_misses", "llm_first_token_ms", "rechunk_seed"}
+_INTS = {"http_port", "h2_port", "ws_ping_misses", "unhealthy_probes", "llm_first_token_ms", "rechunk_seed"}
 _FLOATS = {
     "reconcile_interval_s",
     "probe_timeout_s",
@@ -200,12 +206,17 @@ def _parse(name: str, raw: str) -> Any:
     return raw
 
 
-def parse_rechunk(raw: str) -> tuple[int, int]:
-    """`"7"` -> parts of exactly 7 bytes; `"1-64"` -> random sizes from 1 to 64 bytes."""
+def parse_rechunk(raw: str) -> tuple[int, int] | str | None:
+    """`"arbitrary"` (the default), `"off"`, `"7"` -> parts of exactly 7 bytes, `"1-64"` -> random sizes
+    from 1 to 64 bytes."""
+    if raw.lower() in {"off", "none", "0"}:
+        return None
+    if raw.lower() == ARBITRARY:
+        return ARBITRARY
     low, _, high = raw.partition("-")
     lo, hi = int(low), int(high or low)
     if lo < 1 or hi < lo:
-        raise ValueError("expected N or MIN-MAX with 1 <= MIN <= MAX")
+        raise ValueError("expected arbitrary, off, N or MIN-MAX with 1 <= MIN <= MAX")
     return lo, hi
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from quart import Blueprint, Response, request
 
-from emulator import auth, modeldata
-from emulator.awserrors import AwsError, json_protocol_error, request_id, validation
+from emulator import modeldata
+from emulator.awserrors import AwsError, json_protocol_error, render_errors, request_id, validation
 from emulator.config import EmulatorConfig
 from emulator.controller import Controller
 from emulator.resources import Model, arn, parse_endpoint_config, parse_model, require_name
@@ -271,13 +271,13 @@ def _variant_summaries(deployment: Deployment) -> list[dict[str, Any]]:
 
 def control_plane_blueprint(plane: ControlPlane) -> Blueprint:
     bp = Blueprint("sagemaker_control_plane", __name__)
+    render_errors(bp, json_protocol_error)
     operations = plane.operations()
 
     @bp.post("/")
     async def dispatch() -> Response:
         raw = await request.get_data()
         try:
-            auth.check_request(plane.config, raw)
             service, _, operation = request.headers.get("X-Amz-Target", "").partition(".")
             handler = operations.get(operation) if service == "SageMaker" else None
             if handler is None:
@@ -286,7 +286,7 @@ def control_plane_blueprint(plane: ControlPlane) -> Blueprint:
                 )
             try:
                 body = json.loads(raw or b"{}")
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # not JSON, a huge integer, deep nesting
                 raise AwsError("SerializationException", f"request body is not JSON: {exc}") from exc
             if not isinstance(body, dict):
                 raise AwsError("SerializationException", "request body must be a JSON object")

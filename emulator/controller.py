@@ -2,7 +2,8 @@
 
 Desired state is what the control plane recorded (endpoints and their configs); actual state is the
 replicas the runtime runs. Each pass, for every endpoint, it starts missing replicas, restarts dead
-ones (with back-off), probes `GET /ping` (readiness, 2 s timeout), promotes a pending deployment once
+ones (with back-off), probes `GET /ping` (readiness, 2 s timeout), replaces a ready replica that
+fails `unhealthy_probes` probes in a row (a frozen or wedged container), promotes a pending deployment once
 all its replicas are ready (Creating/Updating -> InService, then stops the old replicas), fails it
 after the startup timeout, and tears endpoints down on DeleteEndpoint (SIGTERM, SIGKILL after the
 grace period). AgentCore agent runtimes go through the same steps with one replica per version
@@ -299,14 +300,14 @@ class Controller:
         self._event("Warning", "ReplicaExited", replica.id, f"exited with status {code}")
         self.wake()
 
-    async def _stop(self, replica: Replica) -> None:
+    async def _stop(self, replica: Replica, grace_s: float | None = None) -> None:
         previous, replica.phase = replica.phase, "Terminating"
         replica.ready = False
         if previous == "Starting" and replica.starter is not None:
             await asyncio.shield(replica.starter)
             return
         if previous in {"Running", "Terminating"} and replica.handle is not None:
-            await replica.handle.stop(self.config.stop_grace_s)
+            await replica.handle.stop(self.config.stop_grace_s if grace_s is None else grace_s)
             if replica.watcher is not None:
                 with contextlib.suppress(asyncio.CancelledError):
                     await replica.watcher
@@ -317,11 +318,31 @@ class Controller:
         for replica, ok in zip(replicas, results, strict=True):
             if replica.phase != "Running":
                 continue
-            if ok and not replica.ready:
-                self._event("Normal", "Ready", replica.id, "GET /ping answered 200")
-            elif not ok and replica.ready:
-                self._event("Warning", "Unhealthy", replica.id, "GET /ping did not answer 200")
+            if ok:
+                if not replica.ready:
+                    self._event("Normal", "Ready", replica.id, "GET /ping answered 200")
+                replica.failed_probes = 0
+            elif replica.ready or replica.failed_probes:
+                if replica.ready:
+                    self._event("Warning", "Unhealthy", replica.id, "GET /ping did not answer 200")
+                replica.failed_probes += 1
+                if replica.failed_probes == self.config.unhealthy_probes:
+                    self._event(
+                        "Warning",
+                        "Replacing",
+                        replica.id,
+                        f"no answer to {replica.failed_probes} probes in a row: stopping it to start anew",
+                    )
+                    self._spawn(self._replace(replica))
             replica.ready = ok
+
+    async def _replace(self, replica: Replica) -> None:
+        """Kill an unhealthy replica (it does not answer, so no grace period); the next pass restarts
+        it like one that exited."""
+        await self._stop(replica, grace_s=0)
+        replica.failed_probes = 0
+        replica.exited_at = time.monotonic()
+        self.wake()
 
     async def _ping(self, replica: Replica) -> bool:
         address = replica.address

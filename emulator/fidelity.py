@@ -3,7 +3,8 @@
 `Delay` adds latency (plus uniform jitter) to every message in one direction while keeping their
 order and without limiting throughput: a message is due at its arrival time plus the latency, never
 before the message ahead of it. `Rechunker` splits response-stream bytes at arbitrary boundaries, as
-networks and proxies do, so SSE/JSON consumers are tested against mid-frame splits.
+networks and proxies do, so SSE/JSON consumers are tested against mid-frame splits; it is on by
+default, because a consumer that passes locally with one part per write fails on AWS.
 """
 
 from __future__ import annotations
@@ -62,16 +63,41 @@ async def delayed_chunks(chunks: AsyncIterator[bytes], delay: Delay) -> AsyncIte
         reader.cancel()
 
 
-class Rechunker:
-    """Split bytes into parts of MIN..MAX bytes (or leave them whole when off)."""
+ARBITRARY = "arbitrary"
+MAX_CUTS = 3
 
-    def __init__(self, sizes: tuple[int, int] | None, seed: int | None = None) -> None:
+
+class Rechunker:
+    """Split response-stream bytes as networks and proxies do, so a consumer that takes each part for
+    a whole event fails here as it would on AWS.
+
+    `sizes` is one of: `"arbitrary"` (the default: every read from the container is cut at 1 to 3
+    random points, so every event is split and, where writes arrive together, parts end mid-event),
+    `(MIN, MAX)` (parts of MIN..MAX bytes), or None (off: one part per read). Seeded, so a failing
+    split can be replayed (`EMULATOR_RECHUNK_SEED`).
+    """
+
+    def __init__(self, sizes: tuple[int, int] | str | None, seed: int | None = None) -> None:
         self.sizes = sizes
+        self.seed = seed
         self._rng = random.Random(seed)
+
+    def describe(self) -> str:
+        seed = f"seed {self.seed}" if self.seed is not None else "unseeded"
+        if self.sizes is None:
+            return "off (one part per container write)"
+        if self.sizes == ARBITRARY:
+            return f"arbitrary (each container write cut at 1-{MAX_CUTS} random points, {seed})"
+        low, high = self.sizes
+        return f"parts of {low}-{high} bytes ({seed})"
 
     def split(self, data: bytes) -> list[bytes]:
         if self.sizes is None or not data:
             return [data] if data else []
+        if self.sizes == ARBITRARY:
+            count = min(len(data) - 1, self._rng.randint(1, MAX_CUTS))
+            cuts = sorted(self._rng.sample(range(1, len(data)), count)) if count > 0 else []
+            return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
         low, high = self.sizes
         parts = []
         pos = 0

@@ -46,6 +46,7 @@ from emulator.cloudformation import PATH as CLOUDFORMATION_PATH
 from emulator.config import EmulatorConfig
 from emulator.control_plane import ControlPlane
 from emulator.controller import Controller
+from emulator.fidelity import Rechunker
 from emulator.manifest import Manifest
 from emulator.routing import Router
 from emulator.runtimes import make_runtime
@@ -125,6 +126,7 @@ class Emulator:
             "ca": str(self.tls.ca),
             "runtime": self.config.runtime,
             "region": self.config.region,
+            "rechunk": Rechunker(self.config.rechunk, self.config.rechunk_seed).describe(),
         }
 
     def apply(self, manifest: Manifest) -> None:
@@ -256,6 +258,7 @@ def emulator_in_thread(
     async def main() -> None:
         box["stop"] = asyncio.Event()
         box["loop"] = asyncio.get_running_loop()
+        box["task"] = asyncio.current_task()
         try:
             async with run_emulator(config, manifest) as emu:
                 box["emulator"] = emu
@@ -268,7 +271,14 @@ def emulator_in_thread(
 
     thread = threading.Thread(target=lambda: asyncio.run(main()), name="emulator", daemon=True)
     thread.start()
-    started.wait(timeout)
+    try:
+        started.wait(timeout)
+    except BaseException:
+        # Interrupted while starting (Ctrl-C, SIGTERM): stop what has started before going on.
+        if "task" in box:
+            box["loop"].call_soon_threadsafe(box["task"].cancel)
+        thread.join(timeout)
+        raise
     if "emulator" not in box:
         thread.join(30)
         raise EmulatorStartError(f"the emulator did not start: {box.get('error', 'timeout')!r}") from box.get(

@@ -16,7 +16,7 @@ import re
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
 from emulator.awserrors import AwsError
@@ -26,6 +26,9 @@ _AUTH_RE = re.compile(
     r"^AWS4-HMAC-SHA256\s+Credential=(?P<akid>[^/\s]+)/(?P<date>\d{8})/(?P<region>[^/]+)/(?P<service>[^/]+)"
     r"/aws4_request,\s*SignedHeaders=(?P<signed>[^,\s]+),\s*Signature=(?P<sig>[0-9a-f]{64})\s*$"
 )
+STREAMING_EVENTS = "STREAMING-AWS4-HMAC-SHA256-EVENTS"
+MAX_SKEW = timedelta(minutes=15)
+_AMZ_DATE = "%Y%m%dT%H%M%SZ"
 _MISMATCH = (
     "The request signature we calculated does not match the signature you provided. "
     "Check your AWS Secret Access Key and signing method. Consult the service documentation for details."
@@ -73,8 +76,12 @@ def verify_request(
     raw_query: str,
     headers: Iterable[tuple[str, str]],
     body: bytes | None,
+    now: datetime | None = None,
 ) -> Signed:
-    """Check the Authorization header; raise AwsError (403) when it is missing or wrong."""
+    """Check the Authorization header; raise AwsError (403) when it is missing or wrong.
+
+    `body` is the whole request body, or None for an event-stream input signed event by event.
+    """
     by_name: dict[str, list[str]] = {}
     for name, value in headers:
         by_name.setdefault(name.lower(), []).append(value)
@@ -90,11 +97,20 @@ def verify_request(
             "UnrecognizedClientException", "The security token included in the request is invalid.", 403
         )
     amz_date = (by_name.get("x-amz-date") or [""])[0]
+    _check_date(amz_date, match["date"], now or datetime.now(UTC))
     signed_names = match["signed"].split(";")
     canonical_headers = "".join(
         f"{name}:{','.join(' '.join(v.split()) for v in by_name.get(name, []))}\n" for name in signed_names
     )
-    payload_hash = (by_name.get("x-amz-content-sha256") or [""])[0] or hashlib.sha256(body or b"").hexdigest()
+    declared = (by_name.get("x-amz-content-sha256") or [""])[0]
+    if body is None and declared != STREAMING_EVENTS:
+        raise AwsError(
+            "InvalidSignatureException",
+            f"An event stream must be signed event by event: x-amz-content-sha256 must be "
+            f"{STREAMING_EVENTS}, got {declared or '(none)'!r}.",
+            403,
+        )
+    payload_hash = STREAMING_EVENTS if body is None else hashlib.sha256(body).hexdigest()
     canonical = "\n".join(
         [
             method.upper(),
@@ -111,6 +127,40 @@ def verify_request(
     if not hmac.compare_digest(_hmac(key, to_sign).hex(), match["sig"]):
         raise AwsError("InvalidSignatureException", _MISMATCH, 403)
     return Signed(key, scope, amz_date, match["sig"])
+
+
+def _check_date(amz_date: str, scope_date: str, now: datetime) -> None:
+    try:
+        signed_at = datetime.strptime(amz_date, _AMZ_DATE).replace(tzinfo=UTC)
+    except ValueError:
+        raise AwsError(
+            "IncompleteSignatureException",
+            "Authorization header requires existence of a valid 'X-Amz-Date' header "
+            f"(YYYYMMDD'T'HHMMSS'Z'), got {amz_date or '(none)'!r}.",
+            403,
+        ) from None
+    if amz_date[:8] != scope_date:
+        raise AwsError(
+            "InvalidSignatureException",
+            f"Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: "
+            f"'{scope_date}' != '{amz_date[:8]}', from '{amz_date}'.",
+            403,
+        )
+    stamp = now.strftime(_AMZ_DATE)
+    if signed_at < now - MAX_SKEW:
+        raise AwsError(
+            "InvalidSignatureException",
+            f"Signature expired: {amz_date} is now earlier than {(now - MAX_SKEW).strftime(_AMZ_DATE)} "
+            f"({stamp} - 15 min.)",
+            403,
+        )
+    if signed_at > now + MAX_SKEW:
+        raise AwsError(
+            "InvalidSignatureException",
+            f"Signature not yet current: {amz_date} is still later than "
+            f"{(now + MAX_SKEW).strftime(_AMZ_DATE)} ({stamp} + 15 min.)",
+            403,
+        )
 
 
 class EventChain:

@@ -44,6 +44,8 @@ class Replica:
     sessions: int = 0
     """Bidirectional sessions and invocations in flight (routing picks the least busy)."""
     start_error: str | None = None
+    failed_probes: int = 0
+    """Consecutive /ping probes without a 200 since it was last ready."""
     starter: asyncio.Task[None] | None = field(default=None, repr=False)
     watcher: asyncio.Task[None] | None = field(default=None, repr=False)
 

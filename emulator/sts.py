@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from quart import Blueprint, Response, request
 
-from emulator import auth
-from emulator.awserrors import AwsError, query_error, request_id
+from emulator.awserrors import AwsError, query_error, render_errors, request_id
 from emulator.config import EmulatorConfig
 
 NAMESPACE = "https://sts.amazonaws.com/doc/2011-06-15/"
@@ -20,13 +19,12 @@ PATH = "/sts/"
 
 def sts_blueprint(config: EmulatorConfig) -> Blueprint:
     bp = Blueprint("sts", __name__)
+    render_errors(bp, lambda err: query_error(err, NAMESPACE))
 
     @bp.post(PATH)
     async def dispatch() -> Response:
-        raw = await request.get_data()
         form = await request.form
         try:
-            auth.check_request(config, raw)
             action = form.get("Action", "")
             if action != "GetCallerIdentity":
                 raise AwsError("InvalidAction", f"STS action {action or '(none)'} is not emulated")

@@ -65,15 +65,14 @@ class ProcessReplica:
         return code
 
     async def stop(self, grace_s: float) -> None:
-        if self.process.returncode is None:
+        if self.process.returncode is None and grace_s > 0:
             self._kill_group(signal.SIGTERM)
-            try:
+            self._kill_group(signal.SIGCONT)  # a stopped replica handles SIGTERM only once it runs
+            with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(grace_s):
                     await self.process.wait()
-            except TimeoutError:
-                self._kill_group(signal.SIGKILL)
-                await self.process.wait()
         self._kill_group(signal.SIGKILL)
+        await self.process.wait()
 
     def _kill_group(self, sig: int) -> None:
         """Signal the replica's whole process group (its session), leftovers included."""

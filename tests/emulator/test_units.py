@@ -117,6 +117,38 @@ def test_rechunker_splits_at_arbitrary_boundaries() -> None:
     assert Rechunker(None).split(data) == [data]
 
 
+def test_response_streams_are_split_by_default_and_repeatably() -> None:
+    config = EmulatorConfig.from_env({})
+    first, again = (
+        Rechunker(config.rechunk, config.rechunk_seed),
+        Rechunker(config.rechunk, config.rechunk_seed),
+    )
+    writes = [b'data: {"n": 1}\n\n', b"x", b"ab", bytes(range(256)) * 40]
+    for write in writes:
+        parts = first.split(write)
+        assert b"".join(parts) == write and parts == again.split(write)
+        assert len(parts) >= 2 or len(write) == 1, "every write of two bytes or more is cut"
+        assert 2 <= len(parts) <= 4 or len(write) < 3
+    assert "arbitrary" in first.describe() and "seed 0" in first.describe()
+    assert EmulatorConfig.from_env({"EMULATOR_RECHUNK": "off"}).rechunk is None
+    assert Rechunker(None).describe().startswith("off")
+    assert Rechunker((1, 64), 5).describe() == "parts of 1-64 bytes (seed 5)"
+
+
+def test_status_says_how_response_streams_are_split() -> None:
+    from emulator.cli import format_status
+
+    info = {
+        "pid": 1,
+        "http_url": "u",
+        "h2_url": "h",
+        "runtime": "process",
+        "rechunk": "off (one part per container write)",
+    }
+    out = format_status({"emulator": info, "endpoints": [], "events": []})
+    assert "response streams split: off (one part per container write)" in out
+
+
 def _signed_request(secret: str) -> AWSRequest:
     request = AWSRequest(
         method="POST",
@@ -128,7 +160,12 @@ def _signed_request(secret: str) -> AWSRequest:
     return request
 
 
-def _verify(request: AWSRequest, keys: dict[str, str]) -> Signed:
+_UNSET = object()
+
+
+def _verify(
+    request: AWSRequest, keys: dict[str, str], body: object = _UNSET, now: datetime.datetime | None = None
+) -> Signed:
     headers = [(k, v) for k, v in request.headers.items()] + [("host", "127.0.0.1:8790")]
     return verify_request(
         keys,
@@ -136,7 +173,8 @@ def _verify(request: AWSRequest, keys: dict[str, str]) -> Signed:
         raw_path="/endpoints/kokoro-82m/invocations",
         raw_query="",
         headers=headers,
-        body=request.body,
+        body=request.body if body is _UNSET else body,  # type: ignore[arg-type]
+        now=now,
     )
 
 
@@ -179,3 +217,30 @@ def test_event_chain_follows_the_smithy_signer() -> None:
     tampered = eventstream.Message(second.headers, second.payload[:-1] + b"!")
     assert not chain.verify(tampered)
     assert chain.verify(second)
+
+
+@pytest.mark.parametrize(
+    ("offset", "message"),
+    [
+        (datetime.timedelta(minutes=-16), "Signature expired"),
+        (datetime.timedelta(minutes=16), "Signature not yet current"),
+    ],
+)
+def test_sigv4_refuses_a_clock_more_than_15_minutes_off(offset: datetime.timedelta, message: str) -> None:
+    request = _signed_request("secret")
+    signed_at = datetime.datetime.strptime(request.context["timestamp"], "%Y%m%dT%H%M%SZ")
+    signed_at = signed_at.replace(tzinfo=datetime.UTC)
+    keys = {"AKIDTEST": "secret"}
+    _verify(request, keys, now=signed_at + datetime.timedelta(minutes=14))
+    with pytest.raises(AwsError) as caught:
+        _verify(request, keys, now=signed_at - offset)
+    assert (caught.value.code, caught.value.status) == ("InvalidSignatureException", 403)
+    assert caught.value.message.startswith(message)
+
+
+def test_sigv4_checks_the_body_received_not_the_hash_declared() -> None:
+    request = _signed_request("secret")
+    with pytest.raises(AwsError, match="does not match"):
+        _verify(request, {"AKIDTEST": "secret"}, body=b'{"text":"other"}')
+    with pytest.raises(AwsError, match="STREAMING-AWS4-HMAC-SHA256-EVENTS"):
+        _verify(request, {"AKIDTEST": "secret"}, body=None)

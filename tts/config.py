@@ -33,6 +33,9 @@ class TTSConfig:
     max_text_chars: int = 4000
     provider: str = "auto"
     workers: int = 1
+    window_first_frames: int = 10
+    window_max_frames: int = 80
+    window_context_frames: int = 8
     host: str = "127.0.0.1"
     port: int = 8080
 
@@ -43,6 +46,15 @@ class TTSConfig:
             raise ValueError(f"TTS_PROVIDER must be auto, cpu or cuda, got {self.provider!r}")
         if self.workers < 1:
             raise ValueError("TTS_WORKERS must be at least 1")
+        if not 0 <= self.window_first_frames <= self.window_max_frames:
+            raise ValueError(
+                "TTS_WINDOW_FIRST_FRAMES must be within 0 (windowing off) and TTS_WINDOW_MAX_FRAMES, "
+                f"got {self.window_first_frames} and {self.window_max_frames}"
+            )
+        if not 0 <= self.window_context_frames <= 50:
+            raise ValueError(
+                f"TTS_WINDOW_CONTEXT_FRAMES must be within 0-50, got {self.window_context_frames}"
+            )
 
     @property
     def frame_bytes(self) -> int:
@@ -65,6 +77,9 @@ class TTSConfig:
             max_text_chars=_env_int("TTS_MAX_TEXT_CHARS", cls.max_text_chars),
             provider=env.get("TTS_PROVIDER") or cls.provider,
             workers=_env_int("TTS_WORKERS", cls.workers),
+            window_first_frames=_env_int("TTS_WINDOW_FIRST_FRAMES", cls.window_first_frames),
+            window_max_frames=_env_int("TTS_WINDOW_MAX_FRAMES", cls.window_max_frames),
+            window_context_frames=_env_int("TTS_WINDOW_CONTEXT_FRAMES", cls.window_context_frames),
             host=env.get("TTS_HOST") or cls.host,
             port=_env_int("TTS_PORT", cls.port),
         )

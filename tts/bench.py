@@ -1,9 +1,17 @@
-"""`python -m tts.bench`: model load time, real-time factor, and time to first audio byte over the
-container's WebSocket for the first sentence alone vs the whole four-sentence answer as one message.
+"""`python -m tts.bench`: model load time, real-time factor, time to first audio byte over the
+container's WebSocket for the first sentence alone vs the whole four-sentence answer as one message,
+streamed decoding vs whole-segment decoding, and whole-text time against kokoro-onnx.
 
-The comparison is the case for incremental chunking: a message is one forward pass (up to 510 phoneme
-tokens), so its first audio byte waits for all of its audio. Trials alternate between the two cases so
-that machine noise hits both alike; medians are reported.
+- Sentence vs answer is the case for incremental chunking: the answer's first audio waits for its
+  first decoder window only when windowing is on, for all of its audio when it is off.
+- Streamed vs whole (`--streaming`): two servers in this process, one with the configured window plan,
+  one with windowing off (`TTS_WINDOW_FIRST_FRAMES=0`), asked in turn for a 10-, a 20- and a 25-word
+  sentence; first audio, completion, and their ratio; plus the log-mel distance and seam-click ratio of
+  the streamed audio against whole-segment audio of the same text (`tts/fidelity.py`).
+- Peer (`--peer`): kokoro-onnx 0.6.1 (`pip install --no-deps kokoro-onnx==0.6.1`), same int8 model and
+  voice pack, `Kokoro.create_stream` run to its end, alternating with our server's completion time for
+  the 20-word sentence and the whole answer as one message.
+Trials alternate between the cases so that machine noise hits them alike; medians are reported.
 """
 
 from __future__ import annotations
@@ -20,14 +28,19 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import uvicorn
 import websockets
 
+from tts.assets import PYPI_MODEL_NAME, export_model_dir
 from tts.config import SAMPLE_RATE, TTSConfig
-from tts.engine import KokoroEngine
+from tts.engine import SAMPLES_PER_FRAME, KokoroEngine
+from tts.fidelity import mel_distance, seam_click_ratio
 from tts.server import create_app
+from tts.windows import WindowPlan
 
 ANSWER = (
     "Thanks for waiting, I found your order. It shipped yesterday from our Denver warehouse and should "
@@ -35,6 +48,13 @@ ANSWER = (
     "do that now?"
 )
 FIRST_SENTENCE = ANSWER.split(". ")[0] + "."
+SENTENCES_BY_WORDS = {
+    10: "Thanks for waiting, I found your order and it shipped.",
+    20: "It shipped yesterday from our Denver warehouse and should arrive on Thursday, so you will have "
+    "it before the weekend.",
+    25: "If you need it sooner, I can upgrade the shipping at no cost, and the driver will call you an "
+    "hour before arriving at your door.",
+}
 
 
 @contextlib.contextmanager
@@ -63,18 +83,24 @@ def _serving(config: TTSConfig) -> Iterator[tuple[str, float]]:
         thread.join(30)
 
 
-async def _first_audio(url: str, text: str) -> tuple[float, float]:
-    """Seconds from sending `text` to its first binary frame, and to `synthesis_complete`."""
+async def _timed_audio(url: str, text: str) -> tuple[float, float, bytes]:
+    """Seconds from sending `text` to its first binary frame and to `synthesis_complete`; the PCM."""
     async with websockets.connect(url, max_size=None) as ws:
         started = time.perf_counter()
         await ws.send(json.dumps({"text": text}))
-        first = None
+        first, pcm = None, bytearray()
         while True:
             frame = await ws.recv()
             if isinstance(frame, bytes):
                 first = first or time.perf_counter() - started
+                pcm += frame
             elif json.loads(frame)["type"] == "synthesis_complete":
-                return first or float("nan"), time.perf_counter() - started
+                return first or float("nan"), time.perf_counter() - started, bytes(pcm)
+
+
+async def _first_audio(url: str, text: str) -> tuple[float, float]:
+    first, complete, _ = await _timed_audio(url, text)
+    return first, complete
 
 
 def _summary(values: list[float]) -> dict[str, float]:
@@ -121,10 +147,95 @@ def _measure_server(trials: int) -> dict[str, object]:
     }
 
 
+def _pcm_to_float(pcm: bytes) -> np.ndarray:
+    return np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768.0
+
+
+def _measure_streaming(trials: int) -> dict[str, object]:
+    """Streamed vs whole-segment decoding, side by side, alternating, through the WebSocket."""
+    streamed_config = TTSConfig.from_env()
+    whole_config = replace(streamed_config, window_first_frames=0)
+    plan = WindowPlan(
+        streamed_config.window_first_frames,
+        streamed_config.window_max_frames,
+        streamed_config.window_context_frames,
+    )
+    result: dict[str, object] = {"window_plan": plan.__dict__}
+    with _serving(streamed_config) as (streamed_url, _), _serving(whole_config) as (whole_url, _):
+        for words, text in SENTENCES_BY_WORDS.items():
+            runs: dict[str, list[tuple[float, float, bytes]]] = {"streamed": [], "whole": []}
+            for _ in range(trials):
+                runs["streamed"].append(asyncio.run(_timed_audio(streamed_url, text)))
+                runs["whole"].append(asyncio.run(_timed_audio(whole_url, text)))
+            streamed_audio = _pcm_to_float(runs["streamed"][-1][2])
+            whole_audio = _pcm_to_float(runs["whole"][-1][2])
+            frames = len(whole_audio) // SAMPLES_PER_FRAME
+            seams = [stop * SAMPLES_PER_FRAME for _, stop in plan.windows(frames)[:-1]]
+            entry = {
+                "audio_s": round(len(whole_audio) / SAMPLE_RATE, 3),
+                "windows": len(seams) + 1,
+                "mel_distance": round(mel_distance(whole_audio, streamed_audio), 3),
+                "seam_click_ratio": round(seam_click_ratio(streamed_audio, seams), 2),
+                "seam_click_ratio_whole": round(seam_click_ratio(whole_audio, seams), 2),
+            }
+            for mode, values in runs.items():
+                entry[f"{mode}_first_audio_s"] = _summary([first for first, _, _ in values])
+                entry[f"{mode}_complete_s"] = _summary([complete for _, complete, _ in values])
+                entry[f"{mode}_first_over_complete"] = round(
+                    statistics.median(first / complete for first, complete, _ in values), 3
+                )
+            entry["complete_streamed_over_whole"] = round(
+                statistics.median(s[1] / w[1] for s, w in zip(runs["streamed"], runs["whole"], strict=True)),
+                3,
+            )
+            result[f"{words}_words"] = entry
+    return result
+
+
+def _measure_peer(trials: int) -> dict[str, object]:
+    """Whole-text time: our server (streamed, through the WebSocket) vs kokoro-onnx `create_stream`."""
+    try:
+        from kokoro_onnx import Kokoro
+    except ImportError:
+        return {"skipped": "kokoro-onnx is not installed (pip install --no-deps kokoro-onnx==0.6.1)"}
+    import tempfile
+
+    config = TTSConfig.from_env()
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = export_model_dir(Path(tmp), config.cache_dir)
+        peer = Kokoro(str(model_dir / PYPI_MODEL_NAME), str(model_dir / "voices.npz"))
+
+        async def peer_run(text: str) -> float:
+            started = time.perf_counter()
+            async for _ in peer.create_stream(text, voice=config.voice, speed=1.0, lang=config.lang):
+                pass
+            return time.perf_counter() - started
+
+        asyncio.run(peer_run(FIRST_SENTENCE))
+        result: dict[str, object] = {}
+        with _serving(config) as (url, _):
+            for name, text in (("20_words", SENTENCES_BY_WORDS[20]), ("answer", ANSWER)):
+                ours, theirs = [], []
+                for _ in range(trials):
+                    ours.append(asyncio.run(_first_audio(url, text))[1])
+                    theirs.append(asyncio.run(peer_run(text)))
+                result[name] = {
+                    "ours_complete_s": _summary(ours),
+                    "kokoro_onnx_s": _summary(theirs),
+                    "ours_over_kokoro_onnx": round(
+                        statistics.median(o / t for o, t in zip(ours, theirs, strict=True)), 3
+                    ),
+                }
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tts.bench", description=__doc__)
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path("out/tts-bench.json"))
+    parser.add_argument("--streaming", action="store_true", help="streamed vs whole-segment decoding")
+    parser.add_argument("--peer", action="store_true", help="whole-text time vs kokoro-onnx")
+    parser.add_argument("--only", action="store_true", help="skip the engine and sentence/answer runs")
     args = parser.parse_args(argv)
     result = {
         "machine": {
@@ -134,13 +245,54 @@ def main(argv: list[str] | None = None) -> int:
         },
         "text": {"first_sentence": FIRST_SENTENCE, "whole_answer_chars": len(ANSWER)},
         "trials": args.trials,
-        "engine": _measure_engine(args.trials),
-        "server": _measure_server(args.trials),
     }
-    engine, server = result["engine"], result["server"]
+    if args.streaming:
+        result["streaming"] = _measure_streaming(args.trials)
+        _print_streaming(result["streaming"])
+    if args.peer:
+        result["peer"] = _measure_peer(args.trials)
+        _print_peer(result["peer"])
+    if not args.only:
+        result["engine"] = _measure_engine(args.trials)
+        result["server"] = _measure_server(args.trials)
+        _print_basics(result["engine"], result["server"], args.trials)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _print_streaming(streaming: dict) -> None:
+    for key, entry in streaming.items():
+        if not key.endswith("_words"):
+            continue
+        print(
+            f"{key:>9}: first audio streamed {entry['streamed_first_audio_s']['median']:.3f} s vs whole "
+            f"{entry['whole_first_audio_s']['median']:.3f} s; "
+            f"complete {entry['streamed_complete_s']['median']:.2f} vs "
+            f"{entry['whole_complete_s']['median']:.2f} s "
+            f"(x{entry['complete_streamed_over_whole']}); "
+            f"first/complete {entry['streamed_first_over_complete']:.2f}; mel {entry['mel_distance']}, "
+            f"seam clicks {entry['seam_click_ratio']} "
+            f"(whole at the same places {entry['seam_click_ratio_whole']})"
+        )
+
+
+def _print_peer(peer: dict) -> None:
+    if "skipped" in peer:
+        print(f"peer: {peer['skipped']}")
+        return
+    for name, entry in peer.items():
+        print(
+            f"{name:>9}: ours {entry['ours_complete_s']['median']:.2f} s vs kokoro-onnx "
+            f"{entry['kokoro_onnx_s']['median']:.2f} s (ratio {entry['ours_over_kokoro_onnx']})"
+        )
+
+
+def _print_basics(engine: dict, server: dict, trials: int) -> None:
     print(f"model load           {engine['load_s']:.2f} s ({engine['provider']})")
     print(
-        f"real-time factor     {engine['rtf']['median']:.2f} (median of {args.trials}, "
+        f"real-time factor     {engine['rtf']['median']:.2f} (median of {trials}, "
         f"{engine['audio_s']:.1f} s of audio, {engine['phoneme_tokens']} phoneme tokens)"
     )
     print(f"server ready         {server['server_ready_s']:.2f} s after start (model load + warm-up)")
@@ -149,10 +301,6 @@ def main(argv: list[str] | None = None) -> int:
         f"whole answer as one message {server['ttfa_whole_answer_s']['median']:.2f} s "
         f"({server['whole_over_first_ratio']:.1f}x later)"
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
-    return 0
 
 
 if __name__ == "__main__":

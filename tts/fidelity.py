@@ -32,7 +32,9 @@ def _mel_filters() -> np.ndarray:
     edges = to_hz(np.linspace(0.0, top, _MELS + 2))
     bins = np.fft.rfftfreq(_FFT, 1.0 / SAMPLE_RATE)
     lower, centre, upper = edges[:-2, None], edges[1:-1, None], edges[2:, None]
-    return np.clip(np.minimum((bins - lower) / (centre - lower), (upper - bins) / (upper - centre)), 0.0, None)
+    return np.clip(
+        np.minimum((bins - lower) / (centre - lower), (upper - bins) / (upper - centre)), 0.0, None
+    )
 
 
 def log_mel(audio: np.ndarray) -> np.ndarray:
@@ -57,5 +59,7 @@ def seam_click_ratio(audio: np.ndarray, seams: list[int]) -> float:
     window = SAMPLE_RATE // 100
     jumps = np.diff(np.asarray(audio, dtype=np.float64)) ** 2
     blocks = jumps[: len(jumps) // window * window].reshape(-1, window).mean(axis=1)
-    around = [blocks[max(0, s - window // 2) // window : (s + window // 2) // window + 1].max() for s in seams]
+    around = [
+        blocks[max(0, s - window // 2) // window : (s + window // 2) // window + 1].max() for s in seams
+    ]
     return float(max(around) / np.median(blocks))

@@ -33,9 +33,9 @@ class TTSConfig:
     max_text_chars: int = 4000
     provider: str = "auto"
     workers: int = 1
-    window_first_frames: int = 10
-    window_max_frames: int = 80
-    window_context_frames: int = 8
+    window_first_frames: int = 16
+    window_max_frames: int = 120
+    window_context_frames: int = 12
     host: str = "127.0.0.1"
     port: int = 8080
 

@@ -36,6 +36,9 @@ class TTSConfig:
     provider: str = "auto"
     engine: str = "onnx"
     workers: int = 1
+    window_first_frames: int = 16
+    window_max_frames: int = 120
+    window_context_frames: int = 12
     host: str = "127.0.0.1"
     port: int = 8080
 
@@ -52,6 +55,15 @@ class TTSConfig:
             raise ValueError(f"TTS_ENGINE must be onnx, torch or auto, got {self.engine!r}")
         if self.workers < 1:
             raise ValueError("TTS_WORKERS must be at least 1")
+        if not 0 <= self.window_first_frames <= self.window_max_frames:
+            raise ValueError(
+                "TTS_WINDOW_FIRST_FRAMES must be within 0 (windowing off) and TTS_WINDOW_MAX_FRAMES, "
+                f"got {self.window_first_frames} and {self.window_max_frames}"
+            )
+        if not 0 <= self.window_context_frames <= 50:
+            raise ValueError(
+                f"TTS_WINDOW_CONTEXT_FRAMES must be within 0-50, got {self.window_context_frames}"
+            )
 
     @property
     def frame_bytes(self) -> int:
@@ -77,6 +89,9 @@ class TTSConfig:
             provider=env.get("TTS_PROVIDER") or cls.provider,
             engine=env.get("TTS_ENGINE") or cls.engine,
             workers=_env_int("TTS_WORKERS", cls.workers),
+            window_first_frames=_env_int("TTS_WINDOW_FIRST_FRAMES", cls.window_first_frames),
+            window_max_frames=_env_int("TTS_WINDOW_MAX_FRAMES", cls.window_max_frames),
+            window_context_frames=_env_int("TTS_WINDOW_CONTEXT_FRAMES", cls.window_context_frames),
             host=env.get("TTS_HOST") or cls.host,
             port=_env_int("TTS_PORT", cls.port),
         )

@@ -3,7 +3,9 @@ audio. Phonemization, segment splitting and the style-row rule are shared with t
 (tts/synthesis.py).
 
 Graph: `tokens` int64 [1, n+2] (wrapped in pad 0), `style` float32 [1, 256], `speed` float32 [1];
-output `audio` float32 at 24 kHz.
+output `audio` float32 at 24 kHz. It runs as two sessions (see `tts/graph_split.py`): the text side
+(`features`: aligned features, F0 and energy per frame) and the decoder (`decode`: any window of those
+frames, 600 samples each), so a segment's audio can be streamed window by window (`windowed`).
 """
 
 from __future__ import annotations
@@ -11,15 +13,22 @@ from __future__ import annotations
 import logging
 import os
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import onnxruntime as ort
 
 from tts.assets import load_assets
-from tts.config import TTSConfig
+from tts.config import SAMPLE_RATE, TTSConfig
+from tts.graph_split import ASR, F0, HARMONICS, PHASE, STYLE, N, split_model
 from tts.synthesis import RunFlag, SpeechEngine, SynthesisCancelled, style_row
+from tts.windows import WindowedDecode, WindowPlan
 
 log = logging.getLogger("tts.engine")
+
+SAMPLES_PER_FRAME = 600  # decoder upsampling x300 of the F0 rate, which is twice the frame rate
+_SOURCE_UPSAMPLE = 300
+_HARMONIC_NUMBERS = np.arange(1, HARMONICS + 1, dtype=np.float32)
 
 
 def _providers(choice: str) -> list[str]:
@@ -36,6 +45,30 @@ def _providers(choice: str) -> list[str]:
     return ["CPUExecutionProvider"]
 
 
+@dataclass(frozen=True)
+class Features:
+    """The text side's output for one segment: what the decoder needs, for every frame."""
+
+    asr: np.ndarray  # [1, 512, frames]
+    f0: np.ndarray  # [1, 2 * frames]
+    energy: np.ndarray  # [1, 2 * frames]
+    style: np.ndarray  # [1, 256]
+    source_phase: (
+        np.ndarray
+    )  # [2 * frames + 1, 9] float64: harmonic phase (in turns / 300) before each F0 step
+
+    @property
+    def frames(self) -> int:
+        return self.asr.shape[2]
+
+
+def _source_phase(f0: np.ndarray) -> np.ndarray:
+    """The harmonic source's cumulative phase as the graph computes it: per F0 step, frac(h * F0 / sr)."""
+    steps = f0.reshape(-1, 1) * _HARMONIC_NUMBERS / np.float32(SAMPLE_RATE)
+    steps = (steps - np.floor(steps)).astype(np.float64)
+    return np.concatenate([np.zeros((1, HARMONICS)), np.cumsum(steps, axis=0)])
+
+
 class KokoroEngine(SpeechEngine):
     name = "onnx"
 
@@ -48,8 +81,14 @@ class KokoroEngine(SpeechEngine):
         options.inter_op_num_threads = 1
         # Spinning threads steal the CPU from the event loop and the other processes of a local stack.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self._session = ort.InferenceSession(
-            str(assets.model_path), sess_options=options, providers=_providers(config.provider)
+        split = split_model(assets.model_path, config.cache_dir)
+        providers = _providers(config.provider)
+        self._text = ort.InferenceSession(str(split.text_path), sess_options=options, providers=providers)
+        self._decoder = ort.InferenceSession(
+            str(split.decoder_path), sess_options=options, providers=providers
+        )
+        self.window_plan = WindowPlan(
+            config.window_first_frames, config.window_max_frames, config.window_context_frames
         )
         self.model_path = assets.model_path
         self.voices = assets.voices
@@ -58,13 +97,13 @@ class KokoroEngine(SpeechEngine):
             "loaded %s in %.2fs (%s, %d voices)",
             assets.model_path.name,
             self.load_seconds,
-            self._session.get_providers()[0],
+            self.provider,
             len(self.voices),
         )
 
     @property
     def provider(self) -> str:
-        return self._session.get_providers()[0]
+        return self._decoder.get_providers()[0]
 
     @property
     def device(self) -> str:
@@ -73,19 +112,59 @@ class KokoroEngine(SpeechEngine):
     def run_flag(self) -> ort.RunOptions:
         return ort.RunOptions()
 
+    def features(
+        self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None
+    ) -> Features:
+        """The text side for one segment (a few percent of the work)."""
+        style = style_row(self.voices[voice], len(tokens))
+        feeds = {
+            "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
+            STYLE: style,
+            "speed": np.array([speed], dtype=np.float32),
+        }
+        asr, f0, energy = self._run(self._text, feeds, run_flag)
+        return Features(asr, f0, energy, style, _source_phase(f0))
+
+    def decode(
+        self, features: Features, start: int, stop: int, run_flag: RunFlag | None = None
+    ) -> np.ndarray:
+        """Audio of frames [start, stop), decoded from those frames alone, the harmonic source's phase
+        carried over from the frames before `start`."""
+        turns = features.source_phase[2 * start] * _SOURCE_UPSAMPLE
+        feeds = {
+            ASR: features.asr[:, :, start:stop],
+            F0: features.f0[:, 2 * start : 2 * stop],
+            N: features.energy[:, 2 * start : 2 * stop],
+            STYLE: features.style,
+            PHASE: ((turns - np.floor(turns)) / _SOURCE_UPSAMPLE).astype(np.float32).reshape(1, 1, HARMONICS),
+        }
+        (audio,) = self._run(self._decoder, feeds, run_flag)
+        return audio.reshape(-1)
+
+    def windowed(
+        self, features: Features, run_flag: RunFlag | None = None, plan: WindowPlan | None = None
+    ) -> WindowedDecode:
+        """The segment's audio, window by window (`plan` defaults to the configured one)."""
+        return WindowedDecode(
+            lambda start, stop: self.decode(features, start, stop, run_flag),
+            features.frames,
+            SAMPLES_PER_FRAME,
+            plan or self.window_plan,
+        )
+
     def synthesize(
         self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None
     ) -> np.ndarray:
-        """One forward pass. `run_flag.terminate = True` from another thread cancels it."""
-        feeds = {
-            "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
-            "style": style_row(self.voices[voice], len(tokens)),
-            "speed": np.array([speed], dtype=np.float32),
-        }
+        """Whole-segment synthesis: the text side, then the decoder over every frame at once.
+        `run_flag.terminate = True` from another thread cancels it."""
+        features = self.features(tokens, voice, speed, run_flag)
+        return self.decode(features, 0, features.frames, run_flag)
+
+    @staticmethod
+    def _run(session: ort.InferenceSession, feeds: dict, run_flag: RunFlag | None) -> list:
         try:
-            (audio,) = self._session.run(None, feeds, run_flag)
+            return session.run(None, feeds, run_flag)
         except Exception as exc:  # onnxruntime raises a generic Fail when terminated
             if run_flag is not None and run_flag.terminate:
                 raise SynthesisCancelled() from exc
             raise
-        return np.asarray(audio, dtype=np.float32).reshape(-1)

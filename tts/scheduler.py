@@ -1,12 +1,14 @@
-"""The engine scheduler: one queue of synthesis jobs per session, served round-robin, one segment
-(one model forward pass) at a time.
+"""The engine scheduler: one queue of synthesis jobs per session, served round-robin, one decoder
+window at a time.
 
 Why: Kokoro has no batching (variable-length durations), so a container serves one forward pass per
 worker at a time. Holding a lock for a whole session (the reference design) starves every other
-session; here a session with four queued sentences and a session with one both make progress, and
-within a session the next segment starts the moment the previous one is done (no idle gap while the
-audio is being sent). A session has at most one segment in flight, which keeps its audio in order even
-with several workers.
+session; here a session with four queued sentences and a session with one both make progress. The unit
+of a turn is one window of a segment's frames (`tts/windows.py`; a segment's first turn also runs its
+text side), so a long sentence in one session does not hold back another session's first audio, and a
+cancel takes effect within one window. Within a session the next window starts the moment the previous
+one is done (no idle gap while the audio is being sent). A session has at most one window in flight,
+which keeps its audio in order even with several workers.
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ from dataclasses import dataclass, field
 from tts.encoders import float_to_pcm16
 from tts.protocol import Synthesize
 from tts.synthesis import CancelFlag, RunFlag, SpeechEngine, SynthesisCancelled
+from tts.windows import Windows
 
 log = logging.getLogger("tts.scheduler")
 
 
 @dataclass(eq=False)
 class Job:
-    """One synthesize message. Its PCM arrives on `audio`, one item per segment, then `None`
+    """One synthesize message. Its PCM arrives on `audio`, one item per decoder window, then `None`
     (or an exception when synthesis failed)."""
 
     owner: Hashable
@@ -37,6 +40,7 @@ class Job:
     cancelled: bool = False
     finished: bool = False
     segments: list[list[int]] | None = None
+    windows: Windows | None = None
     submitted_at: float = field(default_factory=time.perf_counter)
     run_options: RunFlag = field(default_factory=CancelFlag)
 
@@ -76,7 +80,7 @@ class Scheduler:
         return job
 
     def cancel(self, job: Job) -> None:
-        """Drop the job's queued segments; terminate its forward pass if one is running. A job whose
+        """Drop the job's queued windows; terminate its forward pass if one is running. A job whose
         audio is all computed is only marked, so that its sender drops the frames it has not sent yet.
         Cancelling twice is a no-op, so callers may cancel unconditionally."""
         if job.cancelled:
@@ -105,15 +109,25 @@ class Scheduler:
         self._in_flight.add(owner)
         return self._queues[owner][0]
 
-    def _run_segment(self, job: Job) -> bytes | None:
-        """In a worker thread: G2P on the job's first turn, then one forward pass."""
+    def _run_window(self, job: Job) -> bytes | None:
+        """In a worker thread: G2P on the job's first turn, the text side on a segment's first turn,
+        then one decoder window."""
         request = job.request
         if job.segments is None:
             job.segments = self._engine.segments(request.text, request.lang)
-        if not job.segments or job.cancelled:
+        if job.cancelled:
             return None
-        tokens = job.segments.pop(0)
-        return float_to_pcm16(self._engine.synthesize(tokens, request.voice, request.speed, job.run_options))
+        if job.windows is None or job.windows.done:
+            if not job.segments:
+                return None
+            tokens = job.segments.pop(0)
+            features = self._engine.features(tokens, request.voice, request.speed, job.run_options)
+            job.windows = self._engine.windowed(features, job.run_options)
+        return float_to_pcm16(job.windows.next())
+
+    @staticmethod
+    def _exhausted(job: Job) -> bool:
+        return not job.segments and (job.windows is None or job.windows.done)
 
     async def _work(self) -> None:
         loop = asyncio.get_running_loop()
@@ -121,10 +135,10 @@ class Scheduler:
             job = await self._next()
             finished = False
             try:
-                pcm = await loop.run_in_executor(self._pool, self._run_segment, job)
+                pcm = await loop.run_in_executor(self._pool, self._run_window, job)
                 if pcm is not None and not job.cancelled:
                     job.audio.put_nowait(pcm)
-                finished = job.cancelled or not job.segments
+                finished = job.cancelled or self._exhausted(job)
             except SynthesisCancelled:
                 finished = True
             except Exception as exc:

@@ -1,8 +1,10 @@
 """What every engine shares, and the choice between them (`TTS_ENGINE=onnx|torch|auto`).
 
 An engine turns text into phoneme-token segments (espeak-ng G2P, at most 510 tokens each, cut at clause
-boundaries) and one segment into float32 audio at 24 kHz, one forward pass per call. The scheduler sees
-only this interface, so both engines get the same round-robin, cancel and segment rules.
+boundaries) and one segment into float32 audio at 24 kHz: `features` (the text side) then `windowed`
+(the decoder, one window per call; tts/windows.py). The scheduler sees only this interface, so both
+engines get the same round-robin, cancel and segment rules. An engine that does not stream inside a
+segment keeps the defaults below: one window, the whole forward pass.
 
 - `onnx`: the int8 ONNX export on onnxruntime (tts/engine.py), the local default.
 - `torch`: hexgrad's `kokoro.KModel` on torch (tts/torch_engine.py), on CUDA when present.
@@ -19,12 +21,13 @@ import importlib.util
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from tts.config import MAX_PHONEME_TOKENS, TTSConfig
 from tts.g2p import Phonemizer, split_tokens
+from tts.windows import SingleWindow, Windows
 
 WARMUP_TEXT = "Warming up the voice."
 
@@ -77,6 +80,15 @@ class SpeechEngine(ABC):
         self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None
     ) -> np.ndarray:
         """One forward pass; raises SynthesisCancelled once `run_flag.terminate` is set."""
+
+    def features(self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None) -> Any:
+        """The text side of one segment: what `windowed` decodes (by default, the request itself)."""
+        return tokens, voice, speed
+
+    def windowed(self, features: Any, run_flag: RunFlag | None = None) -> Windows:
+        """The segment's audio, window by window (by default one window: the whole forward pass)."""
+        tokens, voice, speed = features
+        return SingleWindow(lambda: self.synthesize(tokens, voice, speed, run_flag))
 
     def segments(self, text: str, lang: str) -> list[list[int]]:
         """Phonemize and split into token lists of at most 510 tokens, cut at clause boundaries."""

@@ -73,3 +73,20 @@ async def test_cancelling_a_computed_job_stops_its_unsent_audio(scheduler):
     scheduler.cancel(job)
     assert job.cancelled
     assert [frame async for frame in audio_frames(job, 4800, AudioStats())] == []
+
+
+async def test_a_long_sentence_does_not_hold_back_another_sessions_first_audio(scheduler):
+    """Windows are the unit of a turn: b's first audio comes while a's one long sentence is still
+    being decoded, window by window."""
+    long_text = (
+        "This one long sentence keeps talking about the weather, the trains, the price of coffee and "
+        "the many small things that happen in a city on a busy morning before lunch."
+    )
+    a = scheduler.submit("a", request(long_text, "long"))
+    first_a = await asyncio.wait_for(a.audio.get(), 60)
+    assert isinstance(first_a, bytes) and len(first_a) < 48_000, "the first window is short"
+    b = scheduler.submit("b", request("Hello there.", "b"))
+    first_b = await asyncio.wait_for(b.audio.get(), 60)
+    assert isinstance(first_b, bytes)
+    assert not a.finished, "b's first audio must not wait for the end of a's sentence"
+    await asyncio.wait_for(asyncio.gather(drain(a), drain(b)), 120)

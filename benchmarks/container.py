@@ -1,13 +1,20 @@
-"""`python -m benchmarks.gpu` (what scripts/gpu-check runs on an NVIDIA machine): per engine (onnx
-and torch, side by side), model load time, real-time factor and time to the first sentence's audio;
-then, for the configured engine (`TTS_ENGINE`), time to first audio byte over the container's WebSocket
-for the first sentence alone vs the whole four-sentence answer as one message. `--sessions 1,4,16` adds
-the concurrency study: server-side first audio for a 10-word sentence and the aggregate real-time factor
-with that many concurrent sessions.
+"""`python -m benchmarks.container`: the tts container and its engines, measured directly (no
+emulator); `scripts/gpu-check` runs it on an NVIDIA machine.
 
-The comparison is the case for incremental chunking: a message is one forward pass (up to 510 phoneme
-tokens), so its first audio byte waits for all of its audio. Trials alternate between the two cases so
-that machine noise hits both alike; medians are reported.
+- Engines (`--engines onnx,torch`): per engine, side by side, model load time, real-time factor and
+  time to the first sentence's audio.
+- Sentence vs answer is the case for incremental chunking: the answer's first audio waits for its
+  first decoder window only when windowing is on, for all of its audio when it is off.
+- Streamed vs whole (`--streaming`): two servers in this process, one with the configured window plan,
+  one with windowing off (`TTS_WINDOW_FIRST_FRAMES=0`), asked in turn for a 10-, a 20- and a 25-word
+  sentence; first audio, completion, and their ratio; plus the log-mel distance and seam-click ratio of
+  the streamed audio against whole-segment audio of the same text (`tts/fidelity.py`).
+- Peer (`--peer`): kokoro-onnx 0.6.1 (`pip install --no-deps kokoro-onnx==0.6.1`), same int8 model and
+  voice pack, `Kokoro.create_stream` run to its end, alternating with our server's completion time for
+  the 20-word sentence and the whole answer as one message.
+- Sessions (`--sessions 1,4,16`): server-side first audio for a 10-word sentence and the aggregate
+  real-time factor with that many concurrent sessions (the GPU benchmark).
+Trials alternate between the cases so that machine noise hits them alike; medians are reported.
 """
 
 from __future__ import annotations
@@ -27,12 +34,17 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import uvicorn
 import websockets
 
+from tts.assets import PYPI_MODEL_NAME, export_model_dir
 from tts.config import SAMPLE_RATE, TTSConfig
+from tts.engine import SAMPLES_PER_FRAME
+from tts.fidelity import mel_distance, seam_click_ratio
 from tts.server import create_app
 from tts.synthesis import create_engine
+from tts.windows import WindowPlan
 
 ANSWER = (
     "Thanks for waiting, I found your order. It shipped yesterday from our Denver warehouse and should "
@@ -41,6 +53,13 @@ ANSWER = (
 )
 FIRST_SENTENCE = ANSWER.split(". ")[0] + "."
 TEN_WORDS = "It shipped yesterday and should arrive here on Thursday morning."
+SENTENCES_BY_WORDS = {
+    10: "Thanks for waiting, I found your order and it shipped.",
+    20: "It shipped yesterday from our Denver warehouse and should arrive on Thursday, so you will have "
+    "it before the weekend.",
+    25: "If you need it sooner, I can upgrade the shipping at no cost, and the driver will call you an "
+    "hour before arriving at your door.",
+}
 
 
 @contextlib.contextmanager
@@ -69,18 +88,24 @@ def _serving(config: TTSConfig) -> Iterator[tuple[str, float]]:
         thread.join(30)
 
 
-async def _first_audio(url: str, text: str) -> tuple[float, float]:
-    """Seconds from sending `text` to its first binary frame, and to `synthesis_complete`."""
+async def _timed_audio(url: str, text: str) -> tuple[float, float, bytes]:
+    """Seconds from sending `text` to its first binary frame and to `synthesis_complete`; the PCM."""
     async with websockets.connect(url, max_size=None) as ws:
         started = time.perf_counter()
         await ws.send(json.dumps({"text": text}))
-        first = None
+        first, pcm = None, bytearray()
         while True:
             frame = await ws.recv()
             if isinstance(frame, bytes):
                 first = first or time.perf_counter() - started
+                pcm += frame
             elif json.loads(frame)["type"] == "synthesis_complete":
-                return first or float("nan"), time.perf_counter() - started
+                return first or float("nan"), time.perf_counter() - started, bytes(pcm)
+
+
+async def _first_audio(url: str, text: str) -> tuple[float, float]:
+    first, complete, _ = await _timed_audio(url, text)
+    return first, complete
 
 
 def _summary(values: list[float]) -> dict[str, float]:
@@ -184,18 +209,108 @@ def print_engines(rows: list[dict[str, object]], trials: int) -> None:
     print(f"(medians of {trials}; RTF on the whole answer, {rows[0]['audio_s']:.1f} s of audio)")
 
 
+def _pcm_to_float(pcm: bytes) -> np.ndarray:
+    return np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768.0
+
+
+def _measure_streaming(trials: int) -> dict[str, object]:
+    """Streamed vs whole-segment decoding, side by side, alternating, through the WebSocket."""
+    streamed_config = TTSConfig.from_env()
+    whole_config = replace(streamed_config, window_first_frames=0)
+    plan = WindowPlan(
+        streamed_config.window_first_frames,
+        streamed_config.window_max_frames,
+        streamed_config.window_context_frames,
+    )
+    result: dict[str, object] = {"window_plan": plan.__dict__}
+    with _serving(streamed_config) as (streamed_url, _), _serving(whole_config) as (whole_url, _):
+        for words, text in SENTENCES_BY_WORDS.items():
+            runs: dict[str, list[tuple[float, float, bytes]]] = {"streamed": [], "whole": []}
+            for _ in range(trials):
+                runs["streamed"].append(asyncio.run(_timed_audio(streamed_url, text)))
+                runs["whole"].append(asyncio.run(_timed_audio(whole_url, text)))
+            streamed_audio = _pcm_to_float(runs["streamed"][-1][2])
+            whole_audio = _pcm_to_float(runs["whole"][-1][2])
+            frames = len(whole_audio) // SAMPLES_PER_FRAME
+            seams = [stop * SAMPLES_PER_FRAME for _, stop in plan.windows(frames)[:-1]]
+            entry = {
+                "audio_s": round(len(whole_audio) / SAMPLE_RATE, 3),
+                "windows": len(seams) + 1,
+                "mel_distance": round(mel_distance(whole_audio, streamed_audio), 3),
+                "seam_click_ratio": round(seam_click_ratio(streamed_audio, seams), 2),
+                "seam_click_ratio_whole": round(seam_click_ratio(whole_audio, seams), 2),
+            }
+            for mode, values in runs.items():
+                entry[f"{mode}_first_audio_s"] = _summary([first for first, _, _ in values])
+                entry[f"{mode}_complete_s"] = _summary([complete for _, complete, _ in values])
+                entry[f"{mode}_first_over_complete"] = round(
+                    statistics.median(first / complete for first, complete, _ in values), 3
+                )
+            entry["complete_streamed_over_whole"] = round(
+                statistics.median(s[1] / w[1] for s, w in zip(runs["streamed"], runs["whole"], strict=True)),
+                3,
+            )
+            result[f"{words}_words"] = entry
+    return result
+
+
+def _measure_peer(trials: int) -> dict[str, object]:
+    """Whole-text time: our server (streamed, through the WebSocket) vs kokoro-onnx `create_stream`."""
+    try:
+        from kokoro_onnx import Kokoro
+    except ImportError:
+        return {"skipped": "kokoro-onnx is not installed (pip install --no-deps kokoro-onnx==0.6.1)"}
+    import tempfile
+
+    config = TTSConfig.from_env()
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = export_model_dir(Path(tmp), config.cache_dir)
+        peer = Kokoro(str(model_dir / PYPI_MODEL_NAME), str(model_dir / "voices.npz"))
+
+        async def peer_run(text: str) -> float:
+            started = time.perf_counter()
+            async for _ in peer.create_stream(text, voice=config.voice, speed=1.0, lang=config.lang):
+                pass
+            return time.perf_counter() - started
+
+        asyncio.run(peer_run(FIRST_SENTENCE))
+        result: dict[str, object] = {}
+        with _serving(config) as (url, _):
+            for name, text in (("20_words", SENTENCES_BY_WORDS[20]), ("answer", ANSWER)):
+                ours, theirs = [], []
+                for _ in range(trials):
+                    ours.append(asyncio.run(_first_audio(url, text))[1])
+                    theirs.append(asyncio.run(peer_run(text)))
+                result[name] = {
+                    "ours_complete_s": _summary(ours),
+                    "kokoro_onnx_s": _summary(theirs),
+                    "ours_over_kokoro_onnx": round(
+                        statistics.median(o / t for o, t in zip(ours, theirs, strict=True)), 3
+                    ),
+                }
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.container", description=__doc__)
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--engines", default="onnx,torch", help="engines to compare (default onnx,torch)")
     parser.add_argument("--sessions", help="concurrency study, e.g. 1,4,16 (configured engine)")
-    parser.add_argument("--no-server", action="store_true", help="skip the WebSocket first-audio study")
-    parser.add_argument("--out", type=Path, default=Path("out/gpu-bench.json"))
+    parser.add_argument("--streaming", action="store_true", help="streamed vs whole-segment decoding")
+    parser.add_argument("--peer", action="store_true", help="whole-text time vs kokoro-onnx")
+    parser.add_argument("--only", action="store_true", help="skip the engine and sentence/answer runs")
+    parser.add_argument("--out", type=Path, default=Path("out/container-bench.json"))
     args = parser.parse_args(argv)
     config = TTSConfig.from_env()
-    engines = [
-        measure_engine(replace(config, engine=name), args.trials) for name in args.engines.split(",") if name
-    ]
+    engines = (
+        []
+        if args.only
+        else [
+            measure_engine(replace(config, engine=name), args.trials)
+            for name in args.engines.split(",")
+            if name
+        ]
+    )
     result: dict[str, object] = {
         "machine": {
             "cpus": os.cpu_count(),
@@ -208,7 +323,13 @@ def main(argv: list[str] | None = None) -> int:
     }
     if engines:
         print_engines(engines, args.trials)
-    if not args.no_server:
+    if args.streaming:
+        result["streaming"] = _measure_streaming(args.trials)
+        _print_streaming(result["streaming"])
+    if args.peer:
+        result["peer"] = _measure_peer(args.trials)
+        _print_peer(result["peer"])
+    if not args.only:
         server = result["server"] = _measure_server(args.trials)
         print(f"server ({config.engine} engine) ready {server['server_ready_s']:.2f} s after start")
         print(
@@ -229,6 +350,33 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.out}")
     return 0
+
+
+def _print_streaming(streaming: dict) -> None:
+    for key, entry in streaming.items():
+        if not key.endswith("_words"):
+            continue
+        print(
+            f"{key:>9}: first audio streamed {entry['streamed_first_audio_s']['median']:.3f} s vs whole "
+            f"{entry['whole_first_audio_s']['median']:.3f} s; "
+            f"complete {entry['streamed_complete_s']['median']:.2f} vs "
+            f"{entry['whole_complete_s']['median']:.2f} s "
+            f"(x{entry['complete_streamed_over_whole']}); "
+            f"first/complete {entry['streamed_first_over_complete']:.2f}; mel {entry['mel_distance']}, "
+            f"seam clicks {entry['seam_click_ratio']} "
+            f"(whole at the same places {entry['seam_click_ratio_whole']})"
+        )
+
+
+def _print_peer(peer: dict) -> None:
+    if "skipped" in peer:
+        print(f"peer: {peer['skipped']}")
+        return
+    for name, entry in peer.items():
+        print(
+            f"{name:>9}: ours {entry['ours_complete_s']['median']:.2f} s vs kokoro-onnx "
+            f"{entry['kokoro_onnx_s']['median']:.2f} s (ratio {entry['ours_over_kokoro_onnx']})"
+        )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,118 @@
+"""Split the Kokoro ONNX export into its text side and its decoder, so the decoder can run over windows
+of frames (see `tts/windows.py`).
+
+The export is one graph `tokens, style, speed -> audio`. Inside it, hexgrad's `KModel.forward_with_tokens`
+hands the decoder four tensors, whose names keep the torch module paths:
+- `asr` [1, 512, frames]: text-encoder features aligned to the predicted durations;
+- `F0` and `N` [1, 2 * frames]: the predicted pitch and energy curves;
+- `style` [1, 256] (the decoder reads its first 128 values).
+`onnx.utils.Extractor` cuts the graph there into `tokens, style, speed -> asr, F0, N` (the text side,
+about 5% of the work) and `asr, F0, N, style -> audio` (the decoder: 600 samples per frame at 24 kHz).
+Both keep the export's int8 weights unchanged; run back to back they give the whole graph's output
+bit for bit.
+
+The decoder gets one extra input, `phase` [1, 1, 9]: the harmonic source (SineGen, fundamental plus 8
+overtones) integrates F0 with a cumulative sum that starts at zero at the first frame it is given. Adding
+the phase accumulated over the frames before a window keeps the source continuous across windows. The
+export has no random initial phase and no noise generator, so the decoder is deterministic.
+
+The split is deterministic and built once per source model, into the cache directory next to the
+assembled model, keyed by the source's SHA-256; a manifest records the hashes and is checked on load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ASR = "/encoder/MatMul_1_output_0"
+F0 = "/encoder/Reshape_output_0"
+N = "/encoder/Reshape_1_output_0"
+STYLE = "style"
+PHASE = "phase"
+HARMONICS = 9
+_CUMSUM = "/decoder/decoder/generator/m_source/l_sin_gen/CumSum_output_0"
+SPLIT_VERSION = 1
+
+
+class GraphSplitError(RuntimeError):
+    """The model is not a Kokoro export this splitter understands, or its cached split is corrupt."""
+
+
+@dataclass(frozen=True)
+class SplitModel:
+    text_path: Path
+    decoder_path: Path
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _add_phase_input(decoder) -> None:
+    """Insert `cumsum + phase` after the harmonic source's cumulative sum, as a new graph input."""
+    from onnx import TensorProto, helper
+
+    graph = decoder.graph
+    shifted = f"{_CUMSUM}_shifted"
+    position = None
+    for index, node in enumerate(graph.node):
+        if _CUMSUM in node.output:
+            position = index
+        for slot, name in enumerate(node.input):
+            if name == _CUMSUM:
+                node.input[slot] = shifted
+    if position is None:
+        raise GraphSplitError(f"the decoder has no harmonic-source cumulative sum ({_CUMSUM})")
+    graph.node.insert(
+        position + 1, helper.make_node("Add", [_CUMSUM, PHASE], [shifted], name="/stream/phase_offset")
+    )
+    graph.input.append(helper.make_tensor_value_info(PHASE, TensorProto.FLOAT, [1, 1, HARMONICS]))
+
+
+def _build(source: Path, text_path: Path, decoder_path: Path) -> None:
+    import onnx
+    import onnx.utils
+
+    model = onnx.load(str(source))
+    names = {out for node in model.graph.node for out in node.output}
+    missing = [name for name in (ASR, F0, N) if name not in names]
+    if missing:
+        raise GraphSplitError(f"{source.name} lacks the decoder inputs {missing}; not a Kokoro v1.0 export")
+    extractor = onnx.utils.Extractor(model)
+    text = extractor.extract_model(["tokens", STYLE, "speed"], [ASR, F0, N])
+    decoder = extractor.extract_model([ASR, F0, N, STYLE], ["audio"])
+    _add_phase_input(decoder)
+    onnx.checker.check_model(decoder)
+    for part, path in ((text, text_path), (decoder, decoder_path)):
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        onnx.save(part, str(tmp))
+        tmp.replace(path)
+
+
+def split_model(source: Path, cache_dir: Path) -> SplitModel:
+    """The text-side and decoder graphs of `source`, built on first use and verified afterwards."""
+    source_sha = _sha256(source)
+    directory = cache_dir / "split" / f"{source_sha[:16]}-v{SPLIT_VERSION}"
+    split = SplitModel(directory / "text.onnx", directory / "decoder.onnx")
+    manifest_path = directory / "manifest.json"
+    if manifest_path.is_file():
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("source_sha256") == source_sha and all(
+            path.is_file() and _sha256(path) == manifest.get(path.name)
+            for path in (split.text_path, split.decoder_path)
+        ):
+            return split
+    directory.mkdir(parents=True, exist_ok=True)
+    _build(source, split.text_path, split.decoder_path)
+    manifest = {"source": source.name, "source_sha256": source_sha, "version": SPLIT_VERSION}
+    manifest.update({path.name: _sha256(path) for path in (split.text_path, split.decoder_path)})
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    return split

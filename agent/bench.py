@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         EmulatorConfig.from_env(),
         http_port=0,
         h2_port=0,
+        llm_backend="script",  # the deterministic answer, so both modes and every run speak the same text
         llm_first_token_ms=args.first_token_ms,
         llm_tokens_per_s=args.tokens_per_s,
     )

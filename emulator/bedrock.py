@@ -27,6 +27,7 @@ from quart import Blueprint, Response, request
 
 from emulator import eventstream
 from emulator.llm import ConverseRequest, ModelBackendError, ReplyModel, reply_model_from_config, tokenize
+from emulator.smollm import SmolLM2Model
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +154,12 @@ def bedrock_blueprint(config: Any, model: ReplyModel | None = None) -> Blueprint
     """
     model = model or reply_model_from_config(config)
     blueprint = Blueprint("bedrock", __name__)
+
+    if isinstance(model, SmolLM2Model):
+
+        @blueprint.before_app_serving
+        async def start_loading_the_model() -> None:
+            model.warm()
 
     @blueprint.errorhandler(BedrockError)
     async def typed_error(error: BedrockError) -> Response:

@@ -89,6 +89,7 @@ class EmulatorProcess:
             "EMULATOR_HTTP_PORT": "0",
             "EMULATOR_H2_PORT": "0",
             "EMULATOR_STOP_GRACE_S": "2",
+            "EMULATOR_LLM_BACKEND": "script",  # no model loading beside the measurement
         }
         log_path = self.home / "emulator.log"
         with log_path.open("wb") as log:

@@ -111,6 +111,15 @@ class SmolLM2Model:
         self._lock = threading.Lock()  # one generation (and one load) at a time
         self._loaded: tuple[Any, Any] | None = None
 
+    def warm(self) -> None:
+        """Start loading in the background (a server calls this as it starts), so the first question
+        does not wait for it; a failure here is reported again by the request that needs the model."""
+        threading.Thread(target=self._warm, name="smollm2-load", daemon=True).start()
+
+    def _warm(self) -> None:
+        with contextlib.suppress(Exception):
+            self.load()
+
     def load(self) -> tuple[Any, Any]:
         """Load (and on first use download and dequantize) the model; returns (model, tokenizer)."""
         with self._lock:
@@ -127,7 +136,10 @@ class SmolLM2Model:
                     f"SmolLM2 needs the local-llm extra (pip install -e '.[local-llm]'): {exc}; "
                     "or set EMULATOR_LLM_BACKEND=script"
                 ) from exc
-            transformers_logging.disable_progress_bar()  # the emulator's output is its log, not a terminal
+            # transformers' messages go where the process's logging goes (the demo's log file), bars nowhere
+            transformers_logging.disable_progress_bar()
+            transformers_logging.disable_default_handler()
+            transformers_logging.enable_propagation()
             torch.set_num_threads(self.threads)
             model_dir = prepare_model(self.cache_dir)
             tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)

@@ -16,7 +16,8 @@ from types import SimpleNamespace
 import boto3
 import pytest
 
-from agent.config import DEFAULT_SYSTEM_PROMPT
+from agent.config import AgentConfig
+from agent.model import build_agent, build_model, text_deltas
 from emulator.config import ConfigError, EmulatorConfig
 from emulator.llm import ConverseRequest, PacedScriptModel, reply_model_from_config
 from emulator.smollm import SmolLM2Model, benchmark
@@ -46,17 +47,15 @@ def user(text: str) -> dict:
     return {"role": "user", "content": [{"text": text}]}
 
 
-async def test_strands_gets_the_answer_to_the_question_streamed(
+async def test_the_agents_strands_model_gets_the_answer_streamed(
     smollm2_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from strands import Agent
-    from strands.models import BedrockModel
-
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS["aws_access_key_id"])
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS["aws_secret_access_key"])
-    model = BedrockModel(model_id=MODEL_ID, endpoint_url=smollm2_url, region_name="us-east-1")
-    agent = Agent(model=model, system_prompt=DEFAULT_SYSTEM_PROMPT, callback_handler=None)
-    deltas = [event["data"] async for event in agent.stream_async(FRANCE) if "data" in event]
+    """The agent's own Strands agent (its system prompt, boto3 on AWS_ENDPOINT_URL_BEDROCK_RUNTIME)."""
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name.upper(), value)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", smollm2_url)
+    config = AgentConfig()
+    deltas = [delta async for delta in text_deltas(build_agent(config, build_model(config)), FRANCE)]
     assert "Paris" in "".join(deltas)
     assert len(deltas) >= 4, "one event per decoded token, not the whole answer at once"
 

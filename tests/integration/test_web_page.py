@@ -61,4 +61,4 @@ def test_the_page_speaks_the_answer_to_the_question(smollm2_stack):
     assert not errors, errors
     assert "Paris" in answer
     assert chunks > 3, "the page should have scheduled every audio chunk"
-    assert 0 < ttfa < 10_000
+    assert 0 < ttfa < 120_000  # a fresh stack's first answer may wait for the model to finish loading

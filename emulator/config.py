@@ -120,7 +120,7 @@ class EmulatorConfig:
     """SmolLM2's GGUF and its dequantized copy (shared by every emulator home)."""
     llm_threads: int = 1
     """torch threads for SmolLM2 (on 2 busy cores, 1 is faster than 2)."""
-    llm_max_tokens: int = 120
+    llm_max_tokens: int = 80
     """SmolLM2's longest answer in tokens (a request's smaller maxTokens wins)."""
     llm_first_token_ms: int = 400
     llm_tokens_per_s: float = 60.0

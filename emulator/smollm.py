@@ -99,7 +99,7 @@ class SmolLM2Model:
         self,
         cache_dir: Path = DEFAULT_CACHE_DIR,
         threads: int = 1,
-        max_new_tokens: int = 120,
+        max_new_tokens: int = 80,
         system_prompt: str = SYSTEM_PROMPT,
     ) -> None:
         if threads < 1 or max_new_tokens < 1:

@@ -7,6 +7,8 @@ runtime's ARN, as `agent-infra demo --endpoint-url <ARN>` does against AWS), sav
 to `out/answer.wav` and prints the time to first audio of both modes; `--serve` keeps the stack up
 for the web page until Ctrl-C or SIGTERM, either of which stops the agent and the emulator's
 replicas. The benchmarks and the integration tests use `local_stack()` the same way.
+It prints only the question, the answer, the file written, the comparison and the web address: the
+servers' logs go to `out/local-stack.log` (named in one line), or to the terminal with `--verbose`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import base64
 import contextlib
 import dataclasses
+import logging
 import os
 import signal
 import sys
@@ -122,13 +125,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompt", default=DEFAULT_PROMPT)
     parser.add_argument("--out", type=Path, default=Path("out/answer.wav"))
     parser.add_argument("--serve", action="store_true", help="keep the stack running until Ctrl-C")
+    parser.add_argument("--log", type=Path, default=Path("out/local-stack.log"), help="the servers' logs")
+    parser.add_argument("--verbose", action="store_true", help="the servers' logs on the terminal instead")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    print(
-        "starting the emulator (SageMaker endpoint kokoro-82m with the real Kokoro model, Bedrock, "
-        "and the agent as AgentCore runtime voice_agent) ...",
-        flush=True,
-    )
+    if args.verbose:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    else:
+        args.log.parent.mkdir(parents=True, exist_ok=True)
+        args.log.write_bytes(b"")
+        logging.basicConfig(
+            level=logging.INFO,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+            handlers=[logging.FileHandler(args.log)],
+        )
+        print(f"server logs: {args.log} (the replicas' own logs are under the emulator's home)", flush=True)
+    logging.captureWarnings(True)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per health probe otherwise
     try:
         with local_stack() as stack:
             text, seconds = speak_to_wav(stack.runtime_arn, args.prompt, args.out)

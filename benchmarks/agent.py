@@ -57,6 +57,7 @@ def conditions(quick: bool) -> list[tuple[str, EmulatorConfig, dict[str, str] | 
         EmulatorConfig.from_env(),
         http_port=0,
         h2_port=0,
+        llm_backend="script",  # the deterministic answer, so both modes and every run speak the same text
         llm_first_token_ms=FIRST_TOKEN_MS,
         llm_tokens_per_s=TOKENS_PER_S,
     )

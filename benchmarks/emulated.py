@@ -55,6 +55,7 @@ class EmulatorProcess:
             "EMULATOR_HTTP_PORT": "0",
             "EMULATOR_H2_PORT": "0",
             "EMULATOR_STOP_GRACE_S": "2",
+            "EMULATOR_LLM_BACKEND": "script",  # no model loading beside the measurement
             **self.env,
         }
         log_path = self.home / "emulator.log"

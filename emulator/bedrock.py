@@ -28,6 +28,7 @@ from quart import Blueprint, Response, request
 from emulator import eventstream
 from emulator.awserrors import AwsError, render_errors, request_id, rest_json_error
 from emulator.llm import ConverseRequest, ModelBackendError, ReplyModel, reply_model_from_config, tokenize
+from emulator.smollm import SmolLM2Model
 
 logger = logging.getLogger(__name__)
 
@@ -140,6 +141,12 @@ def bedrock_blueprint(config: Any, model: ReplyModel | None = None) -> Blueprint
     model = model or reply_model_from_config(config)
     blueprint = Blueprint("bedrock", __name__)
     render_errors(blueprint, _error_response)
+
+    if isinstance(model, SmolLM2Model):
+
+        @blueprint.before_app_serving
+        async def start_loading_the_model() -> None:
+            model.warm()
 
     @blueprint.post("/model/<path:model_id>/converse-stream")
     async def converse_stream(model_id: str) -> Response:

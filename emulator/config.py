@@ -135,7 +135,16 @@ class EmulatorConfig:
     sigv4_keys: Mapping[str, str] = field(default_factory=dict)
     """Access key id -> secret; when non-empty every AWS request must carry a valid SigV4 signature."""
 
-    # Bedrock face (emulator/bedrock.py)
+    # Bedrock face (emulator/bedrock.py, backends in emulator/llm.py)
+    llm_backend: str = "smollm2"
+    """`smollm2` (a real local model, emulator/smollm.py) or `script` (the deterministic paced script);
+    a set `llm_openai_base_url` selects the OpenAI-compatible server instead."""
+    llm_cache_dir: Path = Path("~/.cache/voice-agent-aws/llm")
+    """SmolLM2's GGUF and its dequantized copy (shared by every emulator home)."""
+    llm_threads: int = 1
+    """torch threads for SmolLM2 (on 2 busy cores, 1 is faster than 2)."""
+    llm_max_tokens: int = 80
+    """SmolLM2's longest answer in tokens (a request's smaller maxTokens wins)."""
     llm_first_token_ms: int = 400
     llm_tokens_per_s: float = 60.0
     llm_script: str | None = None
@@ -162,7 +171,16 @@ class EmulatorConfig:
         return cls(**values)
 
 
-_INTS = {"http_port", "h2_port", "ws_ping_misses", "unhealthy_probes", "llm_first_token_ms", "rechunk_seed"}
+_INTS = {
+    "http_port",
+    "h2_port",
+    "ws_ping_misses",
+    "unhealthy_probes",
+    "llm_first_token_ms",
+    "llm_threads",
+    "llm_max_tokens",
+    "rechunk_seed",
+}
 _FLOATS = {
     "reconcile_interval_s",
     "probe_timeout_s",
@@ -186,7 +204,7 @@ def _parse(name: str, raw: str) -> Any:
         return int(raw)
     if name in _FLOATS:
         return float(raw)
-    if name == "home":
+    if name in {"home", "llm_cache_dir"}:
         return Path(raw)
     if name == "close_1000_is_error":
         if raw.lower() not in {"1", "0", "true", "false", "yes", "no"}:

@@ -1,7 +1,10 @@
 """The reply backends behind the emulator's Bedrock Runtime face.
 
 A `ReplyModel` turns one Converse request into a stream of text deltas; the Bedrock face wraps them
-in the Bedrock wire format. Two backends:
+in the Bedrock wire format. Three backends:
+
+- `SmolLM2Model` (emulator/smollm.py, the default): SmolLM2-135M-Instruct on transformers + torch on
+  the CPU, a real model that answers the question asked, streaming its tokens as it decodes them.
 
 - `PacedScriptModel`: a scripted stand-in for a hosted model. Deterministic reply text, streamed
   token by token after a first-token latency and at a token rate like a hosted model's, so latency
@@ -9,7 +12,7 @@ in the Bedrock wire format. Two backends:
 - `OpenAICompatibleModel`: a real local model behind any OpenAI-compatible
   `/v1/chat/completions` server (llama.cpp server, vLLM, Ollama), streamed as it generates.
 
-Both answer in text only: a request's `toolConfig` is accepted and ignored (no tool calls), which is
+All answer in text only: a request's `toolConfig` is accepted and ignored (no tool calls), which is
 enough for a voice agent that has no tools and keeps Strands' tool-enabled requests working.
 """
 
@@ -254,9 +257,21 @@ def _sampling(config: Mapping[str, Any]) -> dict[str, Any]:
     return {openai: config[bedrock] for bedrock, openai in mapping.items() if bedrock in config}
 
 
+BACKENDS = ("smollm2", "script")
+
+
 def reply_model_from_config(config: Any) -> ReplyModel:
-    """The backend the emulator config asks for: the OpenAI-compatible server when a URL is set."""
+    """The backend the emulator config asks for: the OpenAI-compatible server when a URL is set,
+    else `llm_backend`: SmolLM2 on transformers (the default) or the paced script."""
     if config.llm_openai_base_url:
         return OpenAICompatibleModel(config.llm_openai_base_url, model=config.llm_openai_model)
+    if config.llm_backend == "smollm2":
+        from emulator.smollm import SmolLM2Model  # torch and transformers load on first use only
+
+        return SmolLM2Model(config.llm_cache_dir, config.llm_threads, config.llm_max_tokens)
+    if config.llm_backend != "script":
+        raise ConfigError(
+            f"EMULATOR_LLM_BACKEND must be one of {', '.join(BACKENDS)}, got {config.llm_backend!r}"
+        )
     script = load_script(config.llm_script) if config.llm_script else None
     return PacedScriptModel(config.llm_first_token_ms, config.llm_tokens_per_s, script)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import os
 import socket
 import threading
@@ -226,6 +227,7 @@ async def run_emulator(
     hyper.graceful_timeout = 1.0
     hyper.keep_alive_timeout = 75.0
     hyper.accesslog = None
+    hyper.errorlog = logging.getLogger("hypercorn.error")  # the process's logging config decides where
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     server = loop.create_task(serve(create_app(services), hyper, shutdown_trigger=stop.wait))

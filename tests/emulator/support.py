@@ -40,6 +40,7 @@ def fast_config(home: Path, **overrides: Any) -> EmulatorConfig:
         "stop_grace_s": 2.0,
         "end_of_input_grace_s": 1.0,
         "startup_timeout_s": 60.0,
+        "llm_backend": "script",  # these tests do not ask Bedrock: no model loading in the background
     }
     return EmulatorConfig(**{**values, **overrides})
 

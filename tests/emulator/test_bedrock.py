@@ -54,6 +54,7 @@ CREDENTIALS = {"aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "loc
 
 def llm_config(**overrides: Any) -> SimpleNamespace:
     fields = {
+        "llm_backend": "script",
         "llm_first_token_ms": FIRST_TOKEN_MS,
         "llm_tokens_per_s": TOKENS_PER_S,
         "llm_script": None,

@@ -25,6 +25,7 @@ def run(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedPro
         "EMULATOR_HOME": str(home),
         "EMULATOR_STOP_GRACE_S": "2",
         "EMULATOR_RECONCILE_INTERVAL_S": "0.1",
+        "EMULATOR_LLM_BACKEND": "script",  # no model loading in the background
     }
     return subprocess.run(
         [sys.executable, "-m", "emulator", *args],

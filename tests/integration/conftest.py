@@ -8,9 +8,10 @@ from emulator.config import EmulatorConfig
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory):
-    """Emulator (real Kokoro container behind SageMaker's bidi protocol, Bedrock) + agent, shared."""
+    """Emulator (real Kokoro container behind SageMaker's bidi protocol, Bedrock) + agent, shared.
+    Bedrock answers with the paced script: these tests check its fixed answer's sentences and words."""
     config = dataclasses.replace(
-        EmulatorConfig(), http_port=0, h2_port=0, home=tmp_path_factory.mktemp("emu")
+        EmulatorConfig(), http_port=0, h2_port=0, home=tmp_path_factory.mktemp("emu"), llm_backend="script"
     )
     with local_stack(config) as running:
         yield running

@@ -1,9 +1,17 @@
 """The web page in a real browser (headless Chromium): ask, see the answer, get audio scheduled, and see
-the timeline of text and audio arriving; Compare runs both modes and draws both timelines."""
+the timeline of text and audio arriving; Compare runs both modes and draws both timelines. Most tests use
+the paced script model (a fixed answer); one runs the emulated Bedrock's default model (SmolLM2 on the
+CPU) and checks the page answers the question it is asked."""
 
+import contextlib
+import dataclasses
 import shutil
 
 import pytest
+
+from agent.local import local_stack
+from emulator.config import EmulatorConfig
+from emulator.smollm import prepare_model
 
 pytestmark = [
     pytest.mark.integration,
@@ -14,9 +22,9 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def web(stack):
-    """The page loaded in headless Chromium, and the page errors it raises."""
+@contextlib.contextmanager
+def browser_page(url: str):
+    """The page at `url` loaded in headless Chromium, and the page errors it raises."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -35,10 +43,40 @@ def web(stack):
             page = browser.new_page()
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(f"{stack.agent_url}/")
+            page.goto(url)
             yield page, errors
         finally:
             browser.close()
+
+
+@pytest.fixture
+def web(stack):
+    with browser_page(f"{stack.agent_url}/") as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def smollm2_stack(tmp_path_factory):
+    prepare_model(EmulatorConfig().llm_cache_dir)  # a fresh machine downloads and dequantizes it here, once
+    config = dataclasses.replace(
+        EmulatorConfig(), http_port=0, h2_port=0, home=tmp_path_factory.mktemp("emu"), llm_backend="smollm2"
+    )
+    with local_stack(config) as running:
+        yield running
+
+
+def test_the_page_answers_the_question_it_is_asked(smollm2_stack):
+    with browser_page(f"{smollm2_stack.agent_url}/") as (page, errors):
+        page.fill("#prompt", "What is the capital of France?")
+        page.click("#go")
+        page.wait_for_selector("body[data-state=done]", timeout=120_000)
+        answer = page.inner_text("#answer")
+        chunks = int(page.get_attribute("body", "data-chunks"))
+        ttfa = int(page.get_attribute("body", "data-ttfa"))
+    assert not errors, errors
+    assert "Paris" in answer
+    assert chunks > 3, "the page should have scheduled every audio chunk"
+    assert 0 < ttfa < 120_000  # a fresh stack's first answer may wait for the model to finish loading
 
 
 def timeline_rows(page) -> list[dict]:

@@ -21,7 +21,7 @@ from starlette.responses import HTMLResponse, StreamingResponse
 from starlette.routing import Route
 
 from agent.config import AgentConfig
-from agent.events import Event, EventClock, error
+from agent.events import Event, EventClock, agent_end, error
 from agent.model import Conversations, text_deltas
 from agent.modes import MODES, Turn
 from agent.sagemaker_client import bidirectional_client
@@ -94,7 +94,7 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
         except PayloadError as exc:
             clock = EventClock()
             yield error(clock, exc.code, str(exc))
-            yield clock.event("agent_end", ok=False)
+            yield agent_end(clock, ok=False)
             return
         agent = conversations.for_session(session_id)
         async for event in MODES[turn.mode](

@@ -12,14 +12,13 @@ import argparse
 import json
 import statistics
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 import httpx
 
-from tts.sse import SSEParser
+from agent.events import read_events
 
 DEFAULT_PROMPT = "Where is my order, and when will it arrive?"
 MODES = ("bidi", "batch")
@@ -106,26 +105,22 @@ def run_once(target: str, mode: str, prompt: str, voice: str | None, audio_forma
     if audio_format:
         payload["format"] = audio_format
     session_id = f"demo-{mode}-{uuid.uuid4()}"  # a fresh conversation per run; AgentCore wants >= 33 chars
-    chunks = turn_chunks(target, payload, session_id)
-    parser = SSEParser()
     started = first_text = first_audio = ended = None
     audio_chunks, text = 0, ""
-    for raw in chunks:
-        now = time.perf_counter()
-        for event in parser.feed(raw):
-            kind = event.get("type")
-            if kind == "agent_start":
-                started = now
-            elif kind == "text_delta":
-                first_text = first_text or now
-                text += event.get("text", "")
-            elif kind == "audio_chunk":
-                first_audio = first_audio or now
-                audio_chunks += 1
-            elif kind == "error":
-                raise DemoError(f"{mode}: {event.get('code')}: {event.get('message')}")
-            elif kind == "agent_end":
-                ended = now
+    for now, event in read_events(turn_chunks(target, payload, session_id)):
+        kind = event.get("type")
+        if kind == "agent_start":
+            started = now
+        elif kind == "text_delta":
+            first_text = first_text or now
+            text += event.get("text", "")
+        elif kind == "audio_chunk":
+            first_audio = first_audio or now
+            audio_chunks += 1
+        elif kind == "error":
+            raise DemoError(f"{mode}: {event.get('code')}: {event.get('message')}")
+        elif kind == "agent_end":
+            ended = now
     if started is None or first_text is None or first_audio is None or ended is None:
         raise DemoError(f"{mode}: the stream ended without text, audio or agent_end")
 

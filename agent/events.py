@@ -1,17 +1,24 @@
-"""The one event schema both modes produce (and the browser, the demo and the bench consume).
+"""The one event schema both modes produce (and the browser, the demo, the local stack, the benchmarks
+and the tests consume): every event is built here, and `read_events` is the one reader.
 
 Every event is a JSON object with `type` and `t_ms`, milliseconds since `agent_start` on the agent's
 clock: `agent_start`, `text_delta`, `audio_stream_start`, `audio_chunk`, `audio_stream_end`,
-`agent_end`, `error`.
+`agent_end`, `error`. Audio is mono 16-bit PCM at SAMPLE_RATE unless the turn asked for a codec.
 """
 
 from __future__ import annotations
 
 import base64
 import time
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+from tts.sse import SSEParser
+
 Event = dict[str, Any]
+
+SAMPLE_RATE = 24_000
+"""Kokoro-82M's output rate (the container's `synthesis_start.sample_rate`)."""
 
 
 class EventClock:
@@ -27,9 +34,43 @@ class EventClock:
         return {"type": kind, "t_ms": self.ms(), **fields}
 
 
+def agent_start(clock: EventClock, mode: str, voice: str, audio_format: str) -> Event:
+    return clock.event(
+        "agent_start", mode=mode, voice=voice, format=audio_format, sample_rate=SAMPLE_RATE, channels=1
+    )
+
+
+def text_delta(clock: EventClock, seq: int, text: str) -> Event:
+    return clock.event("text_delta", seq=seq, text=text)
+
+
+def audio_stream_start(clock: EventClock, audio_format: str, voice: str) -> Event:
+    return clock.event(
+        "audio_stream_start", format=audio_format, voice=voice, sample_rate=SAMPLE_RATE, channels=1
+    )
+
+
+def audio_stream_end(clock: EventClock, total_chunks: int, duration_s: float) -> Event:
+    return clock.event("audio_stream_end", total_chunks=total_chunks, duration_s=round(duration_s, 3))
+
+
+def agent_end(clock: EventClock, ok: bool, **summary: Any) -> Event:
+    return clock.event("agent_end", ok=ok, **summary)
+
+
 def audio_chunk(clock: EventClock, seq: int, data: bytes, sentence: int | None) -> Event:
     return clock.event("audio_chunk", seq=seq, data=base64.b64encode(data).decode(), sentence=sentence)
 
 
 def error(clock: EventClock, code: str, message: str) -> Event:
     return clock.event("error", code=code, message=message)
+
+
+def read_events(chunks: Iterable[bytes]) -> Iterator[tuple[float, Event]]:
+    """The events of an SSE body as its chunks arrive, each with the `time.perf_counter()` of the chunk
+    that completed it."""
+    parser = SSEParser()
+    for raw in chunks:
+        now = time.perf_counter()
+        for event in parser.feed(raw):
+            yield now, event

@@ -17,14 +17,22 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from agent.chunker import IncrementalSentenceChunker
-from agent.events import Event, EventClock, audio_chunk, error
+from agent.events import (
+    Event,
+    EventClock,
+    agent_end,
+    agent_start,
+    audio_chunk,
+    audio_stream_end,
+    audio_stream_start,
+    error,
+    text_delta,
+)
 from agent.tts_session import Audio, TTSSession, TTSStreamError
 
 TextSource = Callable[[str], AsyncIterator[str]]
 SessionOpener = Callable[[], Awaitable[TTSSession]]
 Emit = Callable[[Event], None]
-
-SAMPLE_RATE = 24_000
 
 
 @dataclass(frozen=True)
@@ -55,9 +63,9 @@ class _Tally:
     audio_s: float = 0.0
 
     def end_event(self, clock: EventClock, ok: bool) -> Event:
-        return clock.event(
-            "agent_end",
-            ok=ok,
+        return agent_end(
+            clock,
+            ok,
             text=self.text,
             sentences=self.sentences,
             ttft_ms=self.ttft_ms,
@@ -67,14 +75,7 @@ class _Tally:
 
 
 def _start_event(clock: EventClock, turn: Turn) -> Event:
-    return clock.event(
-        "agent_start",
-        mode=turn.mode,
-        voice=turn.voice,
-        format=turn.audio_format,
-        sample_rate=SAMPLE_RATE,
-        channels=1,
-    )
+    return agent_start(clock, turn.mode, turn.voice, turn.audio_format)
 
 
 async def _audio_events(
@@ -87,13 +88,7 @@ async def _audio_events(
         if isinstance(chunk, Audio):
             if seq == 0:
                 tally.ttfa_ms = clock.ms()
-                yield clock.event(
-                    "audio_stream_start",
-                    format=turn.audio_format,
-                    voice=turn.voice,
-                    sample_rate=SAMPLE_RATE,
-                    channels=1,
-                )
+                yield audio_stream_start(clock, turn.audio_format, turn.voice)
             yield audio_chunk(clock, seq, chunk.data, sentence)
             seq += 1
         elif chunk.type == "synthesis_start":
@@ -106,7 +101,7 @@ async def _audio_events(
                 clock, str(chunk.message.get("code", "tts_error")), str(chunk.message.get("message", ""))
             )
     if seq:
-        yield clock.event("audio_stream_end", total_chunks=seq, duration_s=round(tally.audio_s, 3))
+        yield audio_stream_end(clock, seq, tally.audio_s)
 
 
 async def _merged(*producers: Callable[[Emit], Awaitable[None]]) -> AsyncIterator[Event]:
@@ -166,7 +161,7 @@ async def run_bidi(turn: Turn, model: TextSource, open_session: SessionOpener) -
         async for delta in model(turn.prompt):
             tally.ttft_ms = tally.ttft_ms if tally.ttft_ms is not None else clock.ms()
             tally.text += delta
-            emit(clock.event("text_delta", seq=delta_seq, text=delta))
+            emit(text_delta(clock, delta_seq, delta))
             delta_seq += 1
             for sentence in chunker.feed(delta):
                 await session.synthesize(sentence, f"s{tally.sentences}", turn.voice, turn.audio_format)
@@ -198,7 +193,7 @@ async def run_batch(turn: Turn, model: TextSource, open_session: SessionOpener) 
         async for delta in model(turn.prompt):
             tally.ttft_ms = tally.ttft_ms if tally.ttft_ms is not None else clock.ms()
             tally.text += delta
-            yield clock.event("text_delta", seq=delta_seq, text=delta)
+            yield text_delta(clock, delta_seq, delta)
             delta_seq += 1
         session = await session_task
         if tally.text.strip():

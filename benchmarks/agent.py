@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from agent.demo import DEFAULT_PROMPT, MODES, compare, run_once
-from agent.local import local_stack
 from benchmarks import report
 from benchmarks.stats import summarize
 from emulator.config import EmulatorConfig
+from local_stack import local_stack
 
 ARTICLE = {"ratio": 2.4, "ratio_with_latency": 3.5}
 LATENCY_MS, JITTER_MS = 25.0, 5.0

@@ -41,9 +41,9 @@ import websockets
 from tts.assets import PYPI_MODEL_NAME, export_model_dir
 from tts.config import SAMPLE_RATE, TTSConfig
 from tts.engine import SAMPLES_PER_FRAME
+from tts.engines import create_engine
 from tts.fidelity import mel_distance, seam_click_ratio
 from tts.server import create_app
-from tts.synthesis import create_engine
 from tts.windows import WindowPlan
 
 ANSWER = (
@@ -73,10 +73,10 @@ def _serving(config: TTSConfig) -> Iterator[tuple[str, float]]:
     started = time.perf_counter()
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    runtime = app.state.runtime
-    while not runtime.ready.is_set():
-        if runtime.load_error or not thread.is_alive():
-            raise RuntimeError(f"tts server did not become ready: {runtime.load_error}")
+    host = app.state.model_host
+    while not host.ready.is_set():
+        if host.load_error or not thread.is_alive():
+            raise RuntimeError(f"tts server did not become ready: {host.load_error}")
         time.sleep(0.01)
     try:
         yield (

@@ -24,7 +24,7 @@ import websockets
 
 from benchmarks import report
 from benchmarks.texts import ARTICLE_TEXT, FIRST_SENTENCE
-from emulator.processes import child, free_port
+from emulator.controller.processes import child, free_port
 from tts.config import TTSConfig
 
 ENGINES = ("onnx", "torch")

@@ -13,7 +13,7 @@ from typing import Any
 
 from quart import Blueprint
 
-from emulator.state import AgentRuntime, Deployment, Endpoint, Replica, Store
+from emulator.controller.store import AgentRuntime, Deployment, Endpoint, Replica, Store
 
 
 def _replica(replica: Replica, role: str) -> dict[str, Any]:

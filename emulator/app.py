@@ -5,7 +5,7 @@ The same app serves both listeners (plain HTTP/1.1 and TLS h2); clients pick the
 runtimes, `/model/<id>/converse*` Bedrock Runtime, `/runtimes/...` Bedrock AgentCore (control plane,
 and `/runtimes/<ARN>/invocations` its data plane), `/sts/` STS GetCallerIdentity, `/cloudformation/`
 the stacks of the agent runtimes, `/_emulator/status` the operator view. SigV4 (when keys
-are configured) is checked once for every AWS face, before its route runs (emulator.auth).
+are configured) is checked once for every AWS face, before its route runs (emulator.wire.auth).
 """
 
 from __future__ import annotations
@@ -17,20 +17,20 @@ from typing import Any
 import httpx
 from quart import Quart
 
-from emulator import auth
 from emulator.admin import admin_blueprint
-from emulator.agent_runtimes import AgentRuntimeControl
-from emulator.agentcore import agentcore_control_blueprint, agentcore_runtime_blueprint
-from emulator.bedrock import bedrock_blueprint
-from emulator.bidi import bidi_blueprint
-from emulator.classic import classic_blueprint
-from emulator.cloudformation import cloudformation_blueprint
+from emulator.agentcore.cloudformation import cloudformation_blueprint
+from emulator.agentcore.faces import agentcore_control_blueprint, agentcore_runtime_blueprint
+from emulator.agentcore.operations import AgentRuntimeControl
+from emulator.agentcore.sts import sts_blueprint
+from emulator.bedrock.converse import bedrock_blueprint
 from emulator.config import EmulatorConfig
-from emulator.control_plane import ControlPlane, control_plane_blueprint
-from emulator.routing import Router
-from emulator.runtimes import Runtime
-from emulator.state import Store
-from emulator.sts import sts_blueprint
+from emulator.controller.routing import Router
+from emulator.controller.runtimes import Runtime
+from emulator.controller.store import Store
+from emulator.sagemaker.bidirectional import bidi_blueprint
+from emulator.sagemaker.control_plane import ControlPlane, control_plane_blueprint
+from emulator.sagemaker.invoke import classic_blueprint
+from emulator.wire import auth
 
 
 @dataclass(frozen=True)

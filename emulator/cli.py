@@ -29,12 +29,12 @@ from typing import Any
 import httpx
 
 from emulator.config import ConfigError, EmulatorConfig
+from emulator.controller.processes import pid_alive
+from emulator.controller.runtimes import RuntimeUnavailable
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest
-from emulator.processes import pid_alive
-from emulator.runtimes import RuntimeUnavailable
+from emulator.record import read_record, record_path, write_record
 from emulator.server import Emulator, EmulatorStartError, run_emulator
 
-STATE_FILE = "emulator.json"
 SECRET_NOTE = "# AWS_SECRET_ACCESS_KEY: the secret paired with this key id in EMULATOR_SIGV4_KEYS"
 
 
@@ -42,30 +42,11 @@ class CliError(RuntimeError):
     """A failure to report in one line (exit status 1)."""
 
 
-def _state_path(config: EmulatorConfig) -> Path:
-    return config.home_dir / STATE_FILE
-
-
-def read_state(config: EmulatorConfig) -> dict[str, Any] | None:
-    """The running emulator's record, or None (a record left by a dead process is removed)."""
-    path = _state_path(config)
-    try:
-        state = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(state, dict) or not pid_alive(int(state.get("pid", 0))):
-        path.unlink(missing_ok=True)
-        return None
-    return state
-
-
-def _write_state(config: EmulatorConfig, emu: Emulator, ready: bool, manifest: str) -> None:
+def _write_record(config: EmulatorConfig, emu: Emulator, ready: bool, manifest: str) -> None:
     env = _public_env(config, emu)
-    state = {**emu.info(), "ready": ready, "manifest": manifest, "env": env, "home": str(config.home_dir)}
-    path = _state_path(config)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(state, indent=2))
-    tmp.replace(path)
+    write_record(
+        config, {**emu.info(), "ready": ready, "manifest": manifest, "env": env, "home": str(config.home_dir)}
+    )
 
 
 def export_lines(env: dict[str, str], keys_configured: bool) -> str:
@@ -95,10 +76,10 @@ async def _serve(config: EmulatorConfig, manifest_path: str) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    path = _state_path(config)
+    path = record_path(config)
     async with run_emulator(config, manifest, wait=False) as emu:
         try:
-            _write_state(config, emu, False, manifest_path)
+            _write_record(config, emu, False, manifest_path)
             waiting = loop.create_task(emu.wait_in_service(manifest))
             stopping = loop.create_task(stop.wait())
             await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -107,7 +88,7 @@ async def _serve(config: EmulatorConfig, manifest_path: str) -> None:
                 return
             stopping.cancel()
             waiting.result()
-            _write_state(config, emu, True, manifest_path)
+            _write_record(config, emu, True, manifest_path)
             names = ", ".join(manifest.endpoints) or "none"
             runtimes = ", ".join(f"{name} ({emu.runtime_arn(name)})" for name in manifest.agent_runtimes)
             print(
@@ -120,8 +101,8 @@ async def _serve(config: EmulatorConfig, manifest_path: str) -> None:
             await stop.wait()
             print("# stopping: terminating replicas", file=sys.stderr, flush=True)
         finally:
-            state = read_state(config)
-            if state is not None and state.get("pid") == os.getpid():
+            record = read_record(config)
+            if record is not None and record.get("pid") == os.getpid():
                 path.unlink(missing_ok=True)
 
 
@@ -134,7 +115,7 @@ def _public_env(config: EmulatorConfig, emu: Emulator) -> dict[str, str]:
 
 def cmd_up(args: argparse.Namespace) -> int:
     config = _config(args)
-    running = read_state(config)
+    running = read_record(config)
     if running is not None:
         raise CliError(
             f"an emulator is already running (pid {running['pid']}); stop it with `python -m emulator down`"
@@ -152,7 +133,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def _build_images(config: EmulatorConfig, manifest_path: str, *, build: bool) -> None:
     """Build the manifest's missing images (progress on stderr), or refuse with `build=False`."""
-    from emulator.images import ImageBuildError, ensure_images
+    from emulator.controller.images import ImageBuildError, ensure_images
 
     manifest = load_manifest(manifest_path)
     try:
@@ -187,9 +168,9 @@ def _detach(config: EmulatorConfig, args: argparse.Namespace) -> int:
         child = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-    state = wait_ready(config, child, log_path, config.startup_timeout_s + 60)
+    record = wait_ready(config, child, log_path, config.startup_timeout_s + 60)
     print(f"# emulator ready (pid {child.pid}, log {log_path}); stop it with `python -m emulator down`")
-    print(export_lines(state["env"], bool(config.sigv4_keys)))
+    print(export_lines(record["env"], bool(config.sigv4_keys)))
     return 0
 
 
@@ -202,9 +183,9 @@ def wait_ready(
         if child.poll() is not None:
             tail = log_path.read_text(errors="replace").strip().splitlines()[-15:]
             raise CliError(f"the emulator exited with status {child.returncode}:\n" + "\n".join(tail))
-        state = read_state(config)
-        if state is not None and state.get("pid") == child.pid and state.get("ready"):
-            return state
+        record = read_record(config)
+        if record is not None and record.get("pid") == child.pid and record.get("ready"):
+            return record
         time.sleep(0.2)
     child.terminate()
     raise CliError(f"the emulator was not ready after {timeout_s:g} s (log: {log_path})")
@@ -215,12 +196,12 @@ def wait_ready(
 
 def cmd_down(args: argparse.Namespace) -> int:
     config = _config(args)
-    state = read_state(config)
-    if state is None:
+    record = read_record(config)
+    if record is None:
         print("no running emulator", file=sys.stderr)
         _remove_leftover_containers(config)
         return 0
-    pid = int(state["pid"])
+    pid = int(record["pid"])
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + config.stop_grace_s + 15
     while pid_alive(pid) and time.monotonic() < deadline:
@@ -231,15 +212,15 @@ def cmd_down(args: argparse.Namespace) -> int:
         print(f"emulator (pid {pid}) did not stop in time: killed", file=sys.stderr)
     else:
         print(f"emulator (pid {pid}) stopped", file=sys.stderr)
-    _state_path(config).unlink(missing_ok=True)
-    if state.get("runtime") == "docker":
+    record_path(config).unlink(missing_ok=True)
+    if record.get("runtime") == "docker":
         _remove_leftover_containers(config)
     return 0
 
 
 def _remove_leftover_containers(config: EmulatorConfig) -> None:
     """Remove the containers a dead emulator of this home left (where an engine answers)."""
-    from emulator.runtimes.docker import connect, remove_leftovers
+    from emulator.controller.runtimes.docker import connect, remove_leftovers
 
     try:
         removed = remove_leftovers(connect(), config.home_dir.resolve())
@@ -249,22 +230,22 @@ def _remove_leftover_containers(config: EmulatorConfig) -> None:
         print(f"removed {len(removed)} container(s) the emulator left: {', '.join(removed)}", file=sys.stderr)
 
 
-def _running_state(config: EmulatorConfig) -> dict[str, Any]:
-    state = read_state(config)
-    if state is None:
+def _running_record(config: EmulatorConfig) -> dict[str, Any]:
+    record = read_record(config)
+    if record is None:
         raise CliError(
             f"no running emulator (home {config.home_dir}); start one with `python -m emulator up`"
         )
-    return state
+    return record
 
 
 def cmd_env(args: argparse.Namespace) -> int:
     config = _config(args)
-    state = _running_state(config)
+    record = _running_record(config)
     if args.json:
-        print(json.dumps(state["env"], indent=2))
+        print(json.dumps(record["env"], indent=2))
     else:
-        print(export_lines(state["env"], "AWS_SECRET_ACCESS_KEY" not in state["env"]))
+        print(export_lines(record["env"], "AWS_SECRET_ACCESS_KEY" not in record["env"]))
     return 0
 
 
@@ -365,24 +346,24 @@ def format_status(status: dict[str, Any]) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     config = _config(args)
-    status = _status(_running_state(config))
+    status = _status(_running_record(config))
     print(json.dumps(status, indent=2) if args.json else format_status(status))
     return 0
 
 
-def _status(state: dict[str, Any]) -> dict[str, Any]:
+def _status(record: dict[str, Any]) -> dict[str, Any]:
     try:
-        return httpx.get(f"{state['http_url']}/_emulator/status", timeout=5, trust_env=False).json()
+        return httpx.get(f"{record['http_url']}/_emulator/status", timeout=5, trust_env=False).json()
     except (httpx.HTTPError, ValueError) as exc:
         raise CliError(
-            f"the emulator (pid {state['pid']}) does not answer at {state['http_url']}: {exc}"
+            f"the emulator (pid {record['pid']}) does not answer at {record['http_url']}: {exc}"
         ) from exc
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
     """The last lines of each replica's output (process or container), or of the one named."""
     config = _config(args)
-    status = _status(_running_state(config))
+    status = _status(_running_record(config))
     replicas = [r for ep in status["endpoints"] for r in ep["replicas"]]
     chosen = [r for r in replicas if args.replica in (None, r["id"])]
     if not chosen:

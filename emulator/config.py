@@ -15,13 +15,15 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from emulator.fidelity import ARBITRARY
-
 DEFAULT_HOME = Path("~/.cache/voice-agent-aws/emulator")
 
 
 class ConfigError(ValueError):
     """An `EMULATOR_*` variable or config value that cannot be used."""
+
+
+ARBITRARY = "arbitrary"
+"""`EMULATOR_RECHUNK=arbitrary` (the default): response streams are split at random points."""
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ class ImageSpec:
     `command` items may hold `{python}`, `{host}`, `{port}` and `{model_dir}` placeholders.
     `bidirectional` stands in for the image label
     `com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true`.
-    `dockerfile` is relative to the repository root, the build context (`emulator/images.py`).
+    `dockerfile` is relative to the repository root, the build context (`emulator/controller/images.py`).
     """
 
     command: tuple[str, ...]
@@ -129,16 +131,16 @@ class EmulatorConfig:
     jitter_in_ms: float = 0.0
     jitter_out_ms: float = 0.0
     rechunk: tuple[int, int] | str | None = ARBITRARY
-    """How response streams are split (emulator.fidelity.Rechunker): `"arbitrary"` (each container
+    """How response streams are split (emulator.wire.fidelity.Rechunker): `"arbitrary"` (each container
     write cut at random points), parts of MIN..MAX bytes, or None (one part per container write)."""
     rechunk_seed: int | None = 0
     sigv4_keys: Mapping[str, str] = field(default_factory=dict)
     """Access key id -> secret; when non-empty every AWS request must carry a valid SigV4 signature."""
 
-    # Bedrock face (emulator/bedrock.py, backends in emulator/llm.py)
+    # Bedrock face (emulator/bedrock/converse.py, backends in emulator/bedrock/models.py)
     llm_backend: str = "smollm2"
-    """`smollm2` (a real local model, emulator/smollm.py) or `script` (the deterministic paced script);
-    a set `llm_openai_base_url` selects the OpenAI-compatible server instead."""
+    """`smollm2` (a real local model, emulator/bedrock/smollm.py) or `script` (the deterministic paced
+    script); a set `llm_openai_base_url` selects the OpenAI-compatible server instead."""
     llm_cache_dir: Path = Path("~/.cache/voice-agent-aws/llm")
     """SmolLM2's GGUF and its dequantized copy (shared by every emulator home)."""
     llm_threads: int = 1

@@ -17,7 +17,7 @@
   answers those environment variables and the files of `SM_MODEL_DIR`.
 
 It is the reference container for the emulator's tests and for `python -m benchmarks emulator`, written
-on raw frames (emulator.wsframes) so it sees fragments exactly as they travel.
+on raw frames (emulator.wire.wsframes) so it sees fragments exactly as they travel.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import signal
 from collections.abc import Mapping
 from pathlib import Path
 
-from emulator.wsframes import FrameSocket, WsFrame
+from emulator.wire.wsframes import FrameSocket, WsFrame
 
 COMMAND_TYPE = "application/x-echo-command+json"
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 500: "Internal Server Error", 503: "Unavailable"}

@@ -40,20 +40,20 @@ from hypercorn.asyncio import serve
 from hypercorn.config import Config as HypercornConfig
 
 from emulator import hypercorn_fixes
-from emulator.agent_runtimes import AgentRuntimeControl
+from emulator.agentcore.cloudformation import PATH as CLOUDFORMATION_PATH
+from emulator.agentcore.operations import AgentRuntimeControl
+from emulator.agentcore.sts import PATH as STS_PATH
 from emulator.app import Services, create_app
-from emulator.awserrors import AwsError
-from emulator.cloudformation import PATH as CLOUDFORMATION_PATH
 from emulator.config import EmulatorConfig
-from emulator.control_plane import ControlPlane
-from emulator.controller import Controller
-from emulator.fidelity import Rechunker
+from emulator.controller.reconcile import Controller
+from emulator.controller.routing import Router
+from emulator.controller.runtimes import make_runtime
+from emulator.controller.store import Store
 from emulator.manifest import Manifest
-from emulator.routing import Router
-from emulator.runtimes import make_runtime
-from emulator.state import Store
-from emulator.sts import PATH as STS_PATH
-from emulator.tls import TlsFiles, ensure_tls
+from emulator.sagemaker.control_plane import ControlPlane
+from emulator.wire.awserrors import AwsError
+from emulator.wire.fidelity import Rechunker
+from emulator.wire.tls import TlsFiles, ensure_tls
 
 
 class EmulatorStartError(RuntimeError):

@@ -37,7 +37,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _speak(args: argparse.Namespace) -> int:
     from tts.encoders import float_to_pcm16
-    from tts.synthesis import create_engine
+    from tts.engines import create_engine
 
     config = TTSConfig.from_env()
     engine = create_engine(config)

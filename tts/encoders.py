@@ -16,16 +16,6 @@ import numpy as np
 
 from tts.config import SAMPLE_RATE
 
-FORMATS = ("pcm", "wav", "mp3", "aac", "opus")
-
-CONTENT_TYPES = {
-    "pcm": f"audio/pcm;rate={SAMPLE_RATE};channels=1",
-    "wav": "audio/wav",
-    "mp3": "audio/mpeg",
-    "aac": "audio/aac",
-    "opus": "audio/ogg;codecs=opus",
-}
-
 # (container format, codec, bit rate, muxer options)
 _AV_SETTINGS = {
     "mp3": ("mp3", "libmp3lame", 64_000, {}),
@@ -133,7 +123,7 @@ def make_encoder(fmt: str) -> Encoder:
         return WavEncoder()
     if fmt in _AV_SETTINGS:
         return AvEncoder(fmt)
-    raise ValueError(f"unknown audio format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    raise ValueError(f"unknown audio format {fmt!r}; expected pcm, wav or one of {', '.join(_AV_SETTINGS)}")
 
 
 def float_to_pcm16(audio: np.ndarray) -> bytes:

@@ -1,4 +1,5 @@
-"""Parsing and validating client messages into typed requests, with typed errors.
+"""The container's wire vocabulary: client messages parsed and validated into typed requests (with
+typed errors), and every message the container sends back, built here.
 
 The same rules serve the WebSocket session (TEXT or BINARY frames carrying UTF-8 JSON) and
 `POST /invocations` (a JSON body), so a message is valid or invalid the same way on both paths.
@@ -14,8 +15,17 @@ import unicodedata
 import uuid
 from dataclasses import dataclass
 
-from tts.encoders import FORMATS
+from tts.config import SAMPLE_RATE
 
+FORMATS = ("pcm", "wav", "mp3", "aac", "opus")
+"""Audio formats a client may ask for (tts/encoders.py implements each)."""
+CONTENT_TYPES = {
+    "pcm": f"audio/pcm;rate={SAMPLE_RATE};channels=1",
+    "wav": "audio/wav",
+    "mp3": "audio/mpeg",
+    "aac": "audio/aac",
+    "opus": "audio/ogg;codecs=opus",
+}
 MIN_SPEED, MAX_SPEED = 0.5, 2.0
 TRANSPORTS = ("binary", "sse")
 WEBSOCKET_TRANSPORTS = ("binary",)
@@ -234,3 +244,52 @@ def parse_invocation(body: bytes, catalog: Catalog) -> tuple[Synthesize, str]:
     obj = _decode(body)
     request = _synthesize(obj, catalog, TRANSPORTS)
     return request, str(obj.get("transport", TRANSPORTS[0]))
+
+
+# Outbound messages (WebSocket control frames; the SSE transport of POST /invocations) ----------------
+
+
+def synthesis_start(request: Synthesize) -> dict[str, object]:
+    return {
+        "type": "synthesis_start",
+        "request_id": request.request_id,
+        "voice": request.voice,
+        "format": request.format,
+        "sample_rate": SAMPLE_RATE,
+        "channels": 1,
+    }
+
+
+def synthesis_complete(
+    request: Synthesize, duration_s: float, audio_bytes: int, segments: int, elapsed_s: float
+) -> dict[str, object]:
+    return {
+        "type": "synthesis_complete",
+        "request_id": request.request_id,
+        "duration_s": duration_s,
+        "audio_bytes": audio_bytes,
+        "segments": segments,
+        "elapsed_s": round(elapsed_s, 3),
+    }
+
+
+def cancelled(request_ids: list[str]) -> dict[str, object]:
+    return {"type": "cancelled", "request_ids": request_ids}
+
+
+def audio_stream_start(request: Synthesize) -> dict[str, object]:
+    return {**synthesis_start(request), "type": "audio_stream_start"}
+
+
+def audio_chunk(seq: int, data: str) -> dict[str, object]:
+    """One SSE audio event; `data` is the frame in base64."""
+    return {"type": "audio_chunk", "seq": seq, "data": data}
+
+
+def audio_stream_end(request: Synthesize, total_chunks: int, duration_s: float) -> dict[str, object]:
+    return {
+        "type": "audio_stream_end",
+        "request_id": request.request_id,
+        "total_chunks": total_chunks,
+        "duration_s": duration_s,
+    }

@@ -24,10 +24,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from tts.config import SAMPLE_RATE, TTSConfig
-from tts.encoders import CONTENT_TYPES
+from tts import protocol
+from tts.config import TTSConfig
+from tts.model_host import ModelHost
 from tts.protocol import ProtocolError, check_media_type, parse_invocation
-from tts.runtime import Runtime
 from tts.scheduler import Job
 from tts.session import Session
 from tts.sse import encode_event
@@ -53,8 +53,8 @@ def _error(error: ProtocolError) -> Response:
     )
 
 
-def _not_ready(runtime: Runtime) -> Response:
-    return _error(ProtocolError("not_ready", runtime.load_error or "model is loading"))
+def _not_ready(host: ModelHost) -> Response:
+    return _error(ProtocolError("not_ready", host.load_error or "model is loading"))
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -71,31 +71,31 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 
 def create_app(config: TTSConfig) -> Starlette:
-    runtime = Runtime(config)
+    host = ModelHost(config)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        loading = asyncio.create_task(runtime.load())
+        loading = asyncio.create_task(host.load())
         yield
         loading.cancel()
-        await runtime.close()
+        await host.close()
 
     async def ping(request: Request) -> Response:
-        if not runtime.ready.is_set():
-            return _not_ready(runtime)
-        engine = runtime.engine
+        if not host.ready.is_set():
+            return _not_ready(host)
+        engine = host.engine
         return JSONResponse({"status": "ok", "engine": engine.name, "device": engine.device})
 
     async def invocations(request: Request) -> Response:
-        if not runtime.ready.is_set() or runtime.scheduler is None or runtime.catalog is None:
-            return _not_ready(runtime)
+        if not host.ready.is_set() or host.scheduler is None or host.catalog is None:
+            return _not_ready(host)
         try:
             check_media_type(request.headers.get("content-type"))
             body = await _read_body(request, config.max_body_bytes)
-            synth, transport = parse_invocation(body, runtime.catalog)
+            synth, transport = parse_invocation(body, host.catalog)
         except ProtocolError as error:
             return _error(error)
-        job = runtime.scheduler.submit(object(), synth)
+        job = host.scheduler.submit(object(), synth)
         stats = AudioStats()
         frames = audio_frames(job, config.frame_bytes, stats)
         try:
@@ -103,23 +103,23 @@ def create_app(config: TTSConfig) -> Starlette:
         except SynthesisFailed as exc:
             return _error(ProtocolError(exc.code, str(exc), synth.request_id))
         except BaseException:
-            _release(runtime, job)
+            _release(host, job)
             raise
         if transport == "sse":
             return StreamingResponse(
-                _sse_events(runtime, job, first, frames, stats), media_type="text/event-stream"
+                _sse_events(host, job, first, frames, stats), media_type="text/event-stream"
             )
         return StreamingResponse(
-            _binary_body(runtime, job, first, frames), media_type=CONTENT_TYPES[synth.format]
+            _binary_body(host, job, first, frames), media_type=protocol.CONTENT_TYPES[synth.format]
         )
 
     async def bidirectional(websocket: WebSocket) -> None:
-        if not runtime.ready.is_set() or runtime.scheduler is None or runtime.catalog is None:
+        if not host.ready.is_set() or host.scheduler is None or host.catalog is None:
             await websocket.close(code=1013, reason="model is loading")
             return
         await websocket.accept()
         await Session(
-            websocket, runtime.scheduler, runtime.catalog, config.frame_bytes, config.send_ahead_ms / 1000
+            websocket, host.scheduler, host.catalog, config.frame_bytes, config.send_ahead_ms / 1000
         ).run()
 
     app = Starlette(
@@ -130,12 +130,12 @@ def create_app(config: TTSConfig) -> Starlette:
         ],
         lifespan=lifespan,
     )
-    app.state.runtime = runtime
+    app.state.model_host = host
     return app
 
 
 async def _binary_body(
-    runtime: Runtime, job: Job, first: bytes | None, frames: AsyncIterator[bytes]
+    host: ModelHost, job: Job, first: bytes | None, frames: AsyncIterator[bytes]
 ) -> AsyncIterator[bytes]:
     try:
         if first is not None:
@@ -143,24 +143,15 @@ async def _binary_body(
         async for frame in frames:
             yield frame
     finally:
-        _release(runtime, job)
+        _release(host, job)
 
 
 async def _sse_events(
-    runtime: Runtime, job: Job, first: bytes | None, frames: AsyncIterator[bytes], stats: AudioStats
+    host: ModelHost, job: Job, first: bytes | None, frames: AsyncIterator[bytes], stats: AudioStats
 ) -> AsyncIterator[bytes]:
     request = job.request
     try:
-        yield encode_event(
-            {
-                "type": "audio_stream_start",
-                "request_id": request.request_id,
-                "format": request.format,
-                "voice": request.voice,
-                "sample_rate": SAMPLE_RATE,
-                "channels": 1,
-            }
-        )
+        yield encode_event(protocol.audio_stream_start(request))
         seq = 0
         try:
             if first is not None:
@@ -172,23 +163,16 @@ async def _sse_events(
         except SynthesisFailed as exc:
             yield encode_event(ProtocolError(exc.code, str(exc), request.request_id).to_json())
             return
-        yield encode_event(
-            {
-                "type": "audio_stream_end",
-                "request_id": request.request_id,
-                "total_chunks": stats.frames,
-                "duration_s": stats.duration_s,
-            }
-        )
+        yield encode_event(protocol.audio_stream_end(request, stats.frames, stats.duration_s))
     finally:
-        _release(runtime, job)
+        _release(host, job)
 
 
 def _audio_chunk(seq: int, frame: bytes) -> bytes:
-    return encode_event({"type": "audio_chunk", "seq": seq, "data": base64.b64encode(frame).decode()})
+    return encode_event(protocol.audio_chunk(seq, base64.b64encode(frame).decode()))
 
 
-def _release(runtime: Runtime, job: Job) -> None:
+def _release(host: ModelHost, job: Job) -> None:
     """If the client went away mid-stream, free the engine for everyone else (no-op once finished)."""
-    if runtime.scheduler is not None:
-        runtime.scheduler.cancel(job)
+    if host.scheduler is not None:
+        host.scheduler.cancel(job)

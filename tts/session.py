@@ -23,6 +23,7 @@ import time
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from tts import protocol
 from tts.config import SAMPLE_RATE
 from tts.protocol import Cancel, Catalog, Close, ProtocolError, Synthesize, parse_message
 from tts.scheduler import Job, Scheduler
@@ -83,7 +84,7 @@ class Session:
                     self._submit(message)
                 elif isinstance(message, Cancel):
                     cancelled = self._cancel(message.request_id)
-                    await self._send_json({"type": "cancelled", "request_ids": cancelled})
+                    await self._send_json(protocol.cancelled(cancelled))
                 elif isinstance(message, Close):
                     return True
             except ProtocolError as error:
@@ -138,16 +139,7 @@ class Session:
 
     async def _send_job(self, job: Job) -> None:
         request = job.request
-        await self._send_json(
-            {
-                "type": "synthesis_start",
-                "request_id": request.request_id,
-                "voice": request.voice,
-                "format": request.format,
-                "sample_rate": 24000,
-                "channels": 1,
-            }
-        )
+        await self._send_json(protocol.synthesis_start(request))
         stats = AudioStats()
         try:
             async for frame in audio_frames(job, self._frame_bytes, stats):
@@ -162,12 +154,5 @@ class Session:
             return
         elapsed = time.perf_counter() - job.submitted_at
         await self._send_json(
-            {
-                "type": "synthesis_complete",
-                "request_id": request.request_id,
-                "duration_s": stats.duration_s,
-                "audio_bytes": stats.audio_bytes,
-                "segments": stats.segments,
-                "elapsed_s": round(elapsed, 3),
-            }
+            protocol.synthesis_complete(request, stats.duration_s, stats.audio_bytes, stats.segments, elapsed)
         )

@@ -6,9 +6,8 @@ boundaries) and one segment into float32 audio at 24 kHz: `features` (the text s
 engines get the same round-robin, cancel and segment rules. An engine that does not stream inside a
 segment keeps the defaults below: one window, the whole forward pass.
 
-- `onnx`: the int8 ONNX export on onnxruntime (tts/engine.py), the local default.
-- `torch`: hexgrad's `kokoro.KModel` on torch (tts/torch_engine.py), on CUDA when present.
-- `auto`: torch on a machine with CUDA (and torch installed), onnx otherwise.
+The engines (tts/engine.py: the int8 ONNX export, the local default; tts/torch_engine.py: hexgrad's
+`kokoro.KModel` on torch) and the choice between them (tts/engines.py, `TTS_ENGINE`) build on it.
 
 Style row: the voice pack row is picked by token count the way the model's authors do (hexgrad's
 KPipeline: `pack[len(phonemes) - 1]`); kokoro-onnx picks one row later. One row off changes the
@@ -17,7 +16,6 @@ waveform, so every engine uses `style_row`.
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -25,7 +23,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tts.config import MAX_PHONEME_TOKENS, TTSConfig
+from tts.config import MAX_PHONEME_TOKENS
 from tts.g2p import Phonemizer, split_tokens
 from tts.windows import SingleWindow, Windows
 
@@ -105,29 +103,3 @@ class SpeechEngine(ABC):
         started = time.perf_counter()
         self.speak(WARMUP_TEXT, voice)
         return time.perf_counter() - started
-
-
-def cuda_available() -> bool:
-    """True on a machine where torch is installed and sees a CUDA device (never imports torch otherwise)."""
-    if importlib.util.find_spec("torch") is None:
-        return False
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def engine_name(config: TTSConfig) -> str:
-    """`onnx` or `torch`: the configured engine, with `auto` resolved."""
-    if config.engine == "auto":
-        return "torch" if cuda_available() else "onnx"
-    return config.engine
-
-
-def create_engine(config: TTSConfig) -> SpeechEngine:
-    if engine_name(config) == "torch":
-        from tts.torch_engine import TorchEngine
-
-        return TorchEngine(config)
-    from tts.engine import KokoroEngine
-
-    return KokoroEngine(config)

@@ -19,7 +19,7 @@ from deploy import model_dir
 from deploy.config import DeployConfig
 from deploy.errors import ConfigError
 from deploy.model_dir import HUB_FILES, HUB_REPO, HUB_REVISION, resolve_model_source
-from emulator.processes import free_port
+from emulator.controller.processes import free_port
 
 
 class HubStandIn(ThreadingHTTPServer):

@@ -17,11 +17,11 @@ import boto3
 import botocore.exceptions
 import pytest
 
-from agent.local import exported
 from emulator.config import default_images
+from emulator.controller.runtimes.process import resolve_image
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest
-from emulator.runtimes.process import resolve_image
 from emulator.server import Emulator, emulator_in_thread
+from local_stack import exported
 from tests.emulator.support import FIXTURES, boto_client, fast_config, manifest, status
 
 pytestmark = pytest.mark.integration  # real servers: the emulator, an AgentCore SDK app, boto3

@@ -30,10 +30,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
-from emulator import eventstream
-from emulator.bedrock import bedrock_blueprint
-from emulator.config import ConfigError
-from emulator.llm import (
+from emulator.bedrock.converse import bedrock_blueprint
+from emulator.bedrock.models import (
     DEFAULT_REPLY,
     ConverseRequest,
     ModelBackendError,
@@ -42,7 +40,9 @@ from emulator.llm import (
     load_script,
     tokenize,
 )
-from emulator.processes import free_port
+from emulator.config import ConfigError
+from emulator.controller.processes import free_port
+from emulator.wire import eventstream
 
 pytestmark = pytest.mark.integration  # real servers: the emulator, test containers, official clients
 

@@ -16,8 +16,8 @@ import httpx
 import pytest
 from aws_sdk_sagemaker_runtime_http2.models import InputValidationError, ModelError, ModelStreamError
 
-from emulator import eventstream
 from emulator.server import Emulator, emulator_in_thread
+from emulator.wire import eventstream
 from tests.emulator.support import (
     TEXT_ONLY_COMMAND,
     bidi_client,

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from emulator.runtimes import RuntimeUnavailable
-from emulator.runtimes.docker import OWNER_HOME, OWNER_INSTANCE, OWNER_PID, DockerRuntime
+from emulator.controller.runtimes import RuntimeUnavailable
+from emulator.controller.runtimes.docker import OWNER_HOME, OWNER_INSTANCE, OWNER_PID, DockerRuntime
 from emulator.server import Emulator, emulator_in_thread, run_emulator
 from tests.emulator.support import (
     bidi_client,

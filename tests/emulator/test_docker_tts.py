@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from aws_sdk_sagemaker_runtime_http2.models import ModelStreamError
 
+from emulator.controller.runtimes.docker import OWNER_HOME
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest
-from emulator.runtimes.docker import OWNER_HOME
 from emulator.server import Emulator, emulator_in_thread
 from tests.emulator.support import bidi_client, fast_config, next_part, open_stream, part, replicas
 from tests.support.asr import transcribe, word_error_rate

@@ -1,4 +1,4 @@
-"""What an image build takes from the machine (emulator/images.py): the CA bundle and pip's index
+"""What an image build takes from the machine (emulator/controller/images.py): the CA bundle and pip's index
 settings for the build stage, proxies as build arguments; which Dockerfile builds which image."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from emulator.config import default_images
-from emulator.images import ImageBuildError, build_config_files, build_requests, proxy_build_args
+from emulator.controller.images import ImageBuildError, build_config_files, build_requests, proxy_build_args
 from tests.support import docker as docker_support
 
 

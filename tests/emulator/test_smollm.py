@@ -18,9 +18,10 @@ import pytest
 
 from agent.config import AgentConfig
 from agent.model import build_agent, build_model, text_deltas
+from emulator.bedrock.backends import reply_model_from_config
+from emulator.bedrock.models import ConverseRequest, PacedScriptModel
+from emulator.bedrock.smollm import SmolLM2Model, benchmark
 from emulator.config import ConfigError, EmulatorConfig
-from emulator.llm import ConverseRequest, PacedScriptModel, reply_model_from_config
-from emulator.smollm import SmolLM2Model, benchmark
 from tests.emulator.test_bedrock import CREDENTIALS, MODEL_ID, bedrock_app, llm_config, serving
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]  # the first run dequantizes the GGUF

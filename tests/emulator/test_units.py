@@ -15,13 +15,13 @@ from botocore.credentials import Credentials
 from smithy_aws_core.identity import AWSCredentialsIdentity
 from smithy_aws_event_stream.events import EventHeaderEncoder, EventMessage
 
-from emulator import eventstream
-from emulator.awserrors import AwsError
 from emulator.config import ConfigError, EmulatorConfig
-from emulator.fidelity import Delay, Rechunker
+from emulator.controller.runtimes.process import image_key_candidates
 from emulator.manifest import DEFAULT_MANIFEST, Manifest, ManifestError, load_manifest
-from emulator.runtimes.process import image_key_candidates
-from emulator.sigv4 import EventChain, Signed, signing_key, verify_request
+from emulator.wire import eventstream
+from emulator.wire.awserrors import AwsError
+from emulator.wire.fidelity import Delay, Rechunker
+from emulator.wire.sigv4 import EventChain, Signed, signing_key, verify_request
 
 
 def test_config_from_env_parses_every_kind_of_field() -> None:

@@ -2,8 +2,8 @@ import dataclasses
 
 import pytest
 
-from agent.local import local_stack
 from emulator.config import EmulatorConfig
+from local_stack import local_stack
 
 
 @pytest.fixture(scope="session")

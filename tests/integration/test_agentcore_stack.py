@@ -14,8 +14,8 @@ import boto3
 import pytest
 
 from agent.demo import compare, runtime_chunks
-from agent.local import local_stack
 from emulator.config import EmulatorConfig
+from local_stack import local_stack
 from tts.sse import SSEParser
 
 pytestmark = pytest.mark.integration

@@ -9,9 +9,9 @@ import shutil
 
 import pytest
 
-from agent.local import local_stack
+from emulator.bedrock.smollm import prepare_model
 from emulator.config import EmulatorConfig
-from emulator.smollm import prepare_model
+from local_stack import local_stack
 
 pytestmark = [
     pytest.mark.integration,

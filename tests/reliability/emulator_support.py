@@ -27,9 +27,9 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from emulator import eventstream
 from emulator.server import Emulator, emulator_in_thread
-from emulator.sigv4 import STREAMING_EVENTS
+from emulator.wire import eventstream
+from emulator.wire.sigv4 import STREAMING_EVENTS
 from tests.emulator.support import (
     bidi_client,
     endpoint,

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from emulator.processes import free_port, wait_http_ok
+from emulator.controller.processes import free_port, wait_http_ok
 from tests.reliability.emulator_support import port_free, say, stops_everything
 from tests.support.paths import REPO
 
@@ -89,16 +89,26 @@ def test_agent_serve_stops_on_sigterm(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(400)
-def test_agent_local_serve_stops_the_agent_and_the_emulator_on_sigterm(tmp_path: Path) -> None:
-    """The whole local stack (real Kokoro replica, agent child): SIGTERM while it serves."""
-    port = free_port()
-    local = _start(
-        ["-m", "agent.local", "--serve", "--port", str(port), "--out", str(tmp_path / "a.wav")], tmp_path
+def test_local_stack_serve_stops_the_agent_and_the_emulator_on_sigterm(tmp_path: Path) -> None:
+    """The whole local stack (real Kokoro replica, the agent as the AgentCore runtime's replica): SIGTERM
+    while it serves the web page."""
+    local = subprocess.Popen(
+        [sys.executable, "-m", "local_stack", "--serve", "--out", str(tmp_path / "a.wav")],
+        cwd=REPO,
+        env={**os.environ, "EMULATOR_HOME": str(tmp_path / "home"), "EMULATOR_LLM_BACKEND": "script"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
     )
     try:
-        wait_http_ok(f"http://127.0.0.1:{port}/ping", 300, local)
+        assert local.stdout is not None
+        serving = next((line for line in local.stdout if line.startswith("web page: ")), None)
+        assert serving is not None, f"the local stack ended before serving (exit {local.poll()})"
+        port = int(serving.split()[2].rstrip("/").rsplit(":", 1)[1])
+        wait_http_ok(f"http://127.0.0.1:{port}/ping", 30, local)
         happened = stops_everything(local, signal.SIGTERM, timeout_s=60)
     finally:
         if local.poll() is None:
             local.kill()
-    say("SIGTERM to `python -m agent.local --serve`", happened)
+    say("SIGTERM to `python -m local_stack --serve`", happened)

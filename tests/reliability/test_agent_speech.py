@@ -17,7 +17,7 @@ import pytest
 
 from agent.modes import Turn, run_bidi
 from agent.tts_session import Audio, Control, TTSSession
-from emulator.llm import ConverseRequest, PacedScriptModel
+from emulator.bedrock.models import ConverseRequest, PacedScriptModel
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest
 from emulator.server import Emulator, emulator_in_thread
 from tests.emulator.support import bidi_client, fast_config

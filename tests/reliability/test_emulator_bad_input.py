@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 from aws_sdk_sagemaker_runtime_http2.models import InputValidationError
 
-from emulator import eventstream
 from emulator.server import Emulator
+from emulator.wire import eventstream
 from tests.emulator.support import (
     bidi_client,
     boto_client,

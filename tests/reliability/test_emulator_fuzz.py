@@ -1,4 +1,4 @@
-"""Hypothesis fuzzing of the one event-stream codec (emulator/eventstream.py).
+"""Hypothesis fuzzing of the one event-stream codec (emulator/wire/eventstream.py).
 
 Whatever bytes arrive, split wherever the network splits them, the decoder returns messages or raises
 `EventStreamError`, nothing else; and every message it encodes comes back whole, however it is cut.
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emulator import eventstream
+from emulator.wire import eventstream
 
 pytestmark = [pytest.mark.reliability, pytest.mark.timeout(120)]
 

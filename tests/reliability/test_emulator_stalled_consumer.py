@@ -20,8 +20,8 @@ import h2.events
 import psutil
 import pytest
 
-from emulator import eventstream
 from emulator.server import Emulator
+from emulator.wire import eventstream
 from tests.reliability.emulator_support import BIDI_PATH, echo_emulator, payload_part, say
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability, pytest.mark.slow, pytest.mark.timeout(180)]

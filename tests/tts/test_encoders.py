@@ -5,7 +5,8 @@ import av
 import numpy as np
 import pytest
 
-from tts.encoders import CONTENT_TYPES, FORMATS, float_to_pcm16, make_encoder, streaming_wav_header
+from tts.encoders import float_to_pcm16, make_encoder, streaming_wav_header
+from tts.protocol import CONTENT_TYPES, FORMATS
 
 RATE = 24_000
 

@@ -13,7 +13,7 @@ import pytest
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.wait_strategies import HttpWaitStrategy
 
-from emulator.runtimes import BIDI_LABEL
+from emulator.controller.runtimes import BIDI_LABEL
 from tests.support.docker import TTS_IMAGE, built, docker_client
 from tests.support.paths import REPO
 

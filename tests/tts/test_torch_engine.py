@@ -21,6 +21,7 @@ from tests.support.audio import FRAME, log_mel_distance
 from tts.assets import AssetError, pypi_model
 from tts.config import TTSConfig
 from tts.encoders import float_to_pcm16
+from tts.engines import engine_name
 from tts.export import export_model, export_torch
 from tts.kmodel import (
     COMPONENTS,
@@ -32,7 +33,7 @@ from tts.kmodel import (
     build_kmodel,
     load_state_strictly,
 )
-from tts.synthesis import CancelFlag, SynthesisCancelled, engine_name
+from tts.synthesis import CancelFlag, SynthesisCancelled
 from tts.torch_engine import EXPORT_SUBDIR, TorchEngine, model_directory
 
 SENTENCES = [

@@ -1,0 +1,53 @@
+"""SigV4 on every AWS face: one check that runs before any route when keys are configured.
+
+`install(app, config)` adds it to the app, so a face gets it by being registered, with no code of its
+own. The body-carrying operations (control plane, InvokeEndpoint, the response stream, Bedrock) are
+checked over the hash of the body actually received; a view marked `@event_stream_input` (the
+bidirectional stream) must declare `STREAMING-AWS4-HMAC-SHA256-EVENTS`, and its events carry their
+own signature chain, which the face verifies with `signature()`. A refusal is an `AwsError` that the
+route's blueprint renders in its protocol's envelope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from quart import Quart, current_app, g, request
+
+from emulator.config import EmulatorConfig
+from emulator.wire.sigv4 import Signed, verify_request
+
+OPERATOR_PREFIX = "/_emulator/"
+"""Not an AWS API (the operator view): never signed."""
+
+
+def event_stream_input[View: Callable[..., Any]](view: View) -> View:
+    """Mark a view whose request body is a signed event stream, read while the response streams."""
+    view.event_stream_input = True  # type: ignore[attr-defined]
+    return view
+
+
+def install(app: Quart, config: EmulatorConfig) -> None:
+    """Verify every AWS request's signature before its route runs (nothing when no keys are set)."""
+
+    @app.before_request
+    async def check_signature() -> None:
+        if not config.sigv4_keys or request.path.startswith(OPERATOR_PREFIX):
+            return
+        view = current_app.view_functions.get(request.endpoint or "")
+        streaming = getattr(view, "event_stream_input", False)
+        raw_path = request.scope.get("raw_path") or request.path.encode()
+        g.signed = verify_request(
+            config.sigv4_keys,
+            method=request.method,
+            raw_path=raw_path.decode("latin-1"),
+            raw_query=request.query_string.decode("latin-1"),
+            headers=list(request.headers.items()),
+            body=None if streaming else await request.get_data(),
+        )
+
+
+def signature() -> Signed | None:
+    """The current request's verified signature (None when verification is off)."""
+    return g.get("signed")

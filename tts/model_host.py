@@ -1,0 +1,63 @@
+"""What holds the loaded model in a running container: the configuration, the engine, the scheduler,
+and whether it is ready.
+
+The model loads in a background thread after the server starts listening, because SageMaker expects
+the container to accept connections within 250 ms and treats `/ping` 200 as "ready"."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from tts.config import TTSConfig
+from tts.engines import create_engine
+from tts.protocol import Catalog
+from tts.scheduler import Scheduler
+from tts.synthesis import SpeechEngine
+
+log = logging.getLogger("tts.model_host")
+
+
+@dataclass
+class ModelHost:
+    config: TTSConfig
+    engine: SpeechEngine | None = None
+    scheduler: Scheduler | None = None
+    catalog: Catalog | None = None
+    load_error: str | None = None
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def load(self) -> None:
+        """Load and warm up the model off the event loop, then start the scheduler."""
+        try:
+            engine = await asyncio.to_thread(create_engine, self.config)
+            if self.config.voice not in engine.voices:
+                raise ValueError(f"TTS_VOICE {self.config.voice!r} is not among the loaded voices")
+            warm = await asyncio.to_thread(engine.warm_up, self.config.voice)
+        except Exception as exc:
+            self.load_error = f"{type(exc).__name__}: {exc}"
+            log.exception("model failed to load")
+            return
+        self.engine = engine
+        self.catalog = Catalog(
+            voices=frozenset(engine.voices),
+            languages=frozenset(engine.phonemizer.languages),
+            default_voice=self.config.voice,
+            default_lang=self.config.lang,
+            max_text_chars=self.config.max_text_chars,
+        )
+        self.scheduler = Scheduler(engine, workers=self.config.workers)
+        self.scheduler.start()
+        log.info(
+            "ready: %s engine on %s, model %.2fs, warm-up %.2fs",
+            engine.name,
+            engine.device,
+            engine.load_seconds,
+            warm,
+        )
+        self.ready.set()
+
+    async def close(self) -> None:
+        if self.scheduler is not None:
+            await self.scheduler.stop()

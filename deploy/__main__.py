@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from deploy import cli
-from deploy.naming import all_parts
+from deploy.parts import all_parts
 
 
 def parser() -> argparse.ArgumentParser:

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from deploy import cli
-from deploy.naming import agent_part, speech_part
+from deploy.parts import agent_part, speech_part
 
 
 def parser() -> argparse.ArgumentParser:

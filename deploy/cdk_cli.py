@@ -10,11 +10,13 @@ import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from deploy.config import DeployConfig
 from deploy.errors import CdkFailed
-from deploy.naming import Part
+
+if TYPE_CHECKING:
+    from deploy.parts import Part
 
 
 class Cdk(Protocol):

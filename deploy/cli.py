@@ -7,14 +7,17 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from deploy.aws import Aws
 from deploy.cdk_cli import CdkToolkit
 from deploy.config import MODEL_SOURCES, DeployConfig
 from deploy.errors import DeployError
-from deploy.naming import Part
 from deploy.orchestrate import deploy_parts, destroy_parts, status_of
 from deploy.status import Status
+
+if TYPE_CHECKING:
+    from deploy.parts import Part
 
 # Flags whose `dest` is a DeployConfig field; absent flags (None) leave the environment's value.
 CONFIG_FIELDS = (

@@ -8,39 +8,19 @@ Destroy goes through the parts backwards (see `deploy.teardown`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from deploy.aws import Aws
 from deploy.cdk_cli import Cdk
 from deploy.config import DeployConfig
-from deploy.naming import Part
 from deploy.prereqs import check_prerequisites, require_identity
-from deploy.status import Status, endpoint_status, runtime_status
+from deploy.status import Status
 from deploy.teardown import destroy
-from deploy.waiters import wait_endpoint_in_service, wait_runtime_ready
+
+if TYPE_CHECKING:
+    from deploy.parts import Part
 
 Echo = Callable[[str], None]
-
-
-def wait_part(config: DeployConfig, aws: Aws, part: Part) -> Status:
-    if part.kind == "speech":
-        return wait_endpoint_in_service(
-            aws.client("sagemaker"),
-            config.endpoint_name,
-            delay_s=config.wait_delay_s,
-            attempts=config.wait_attempts,
-        )
-    return wait_runtime_ready(
-        aws.client("bedrock-agentcore-control"),
-        config.runtime_name,
-        delay_s=config.wait_delay_s,
-        attempts=config.wait_attempts,
-    )
-
-
-def part_status(config: DeployConfig, aws: Aws, part: Part) -> Status:
-    if part.kind == "speech":
-        return endpoint_status(aws.client("sagemaker"), config.endpoint_name)
-    return runtime_status(aws.client("bedrock-agentcore-control"), config.runtime_name)
 
 
 def deploy_parts(
@@ -62,9 +42,9 @@ def deploy_parts(
         cdk.deploy(part.stacks)
         if wait:
             echo(f"{part.kind}: waiting (a check every {config.wait_delay_s:g} s)")
-            status = wait_part(config, aws, part)
+            status = part.wait(aws)
         else:
-            status = part_status(config, aws, part)
+            status = part.status(aws)
         echo(str(status))
         statuses.append(status)
     return statuses
@@ -80,4 +60,4 @@ def destroy_parts(config: DeployConfig, parts: Sequence[Part], aws: Aws, *, echo
 
 def status_of(config: DeployConfig, parts: Sequence[Part], aws: Aws) -> list[Status]:
     require_identity(aws)
-    return [part_status(config, aws, part) for part in parts]
+    return [part.status(aws) for part in parts]

@@ -11,15 +11,17 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from deploy.aws import Aws
 from deploy.config import DeployConfig
 from deploy.errors import MissingPrerequisites, Problem
-from deploy.images import parse_ecr_uri
-from deploy.naming import BOOTSTRAP_VERSION_PARAMETER, MIN_BOOTSTRAP_VERSION, Part
-from deploy.status import endpoint_status
+from deploy.naming import BOOTSTRAP_VERSION_PARAMETER, MIN_BOOTSTRAP_VERSION
+
+if TYPE_CHECKING:
+    from deploy.parts import Part
 
 DOCKER_TIMEOUT_S = 30
 
@@ -106,10 +108,8 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
 
 def needs_docker(config: DeployConfig, parts: Sequence[Part]) -> tuple[bool, bool]:
     """(any image asset to build, an ARM64 agent image among them)."""
-    kinds = {part.kind for part in parts}
-    tts_asset = "speech" in kinds and not config.tts_image_uri
-    agent_asset = "agent" in kinds and not config.agent_image_uri
-    return tts_asset or agent_asset, agent_asset
+    built = [part for part in parts if part.builds_image()]
+    return bool(built), any(part.arm64_image for part in built)
 
 
 def check_docker(config: DeployConfig, parts: Sequence[Part], problems: list[Problem]) -> None:
@@ -141,36 +141,6 @@ def check_docker(config: DeployConfig, parts: Sequence[Part], problems: list[Pro
             )
 
 
-def check_tts_image_region(
-    config: DeployConfig, parts: Sequence[Part], region: str, problems: list[Problem]
-) -> None:
-    """SageMaker requires the ECR image in the region of the model (ContainerDefinition.Image)."""
-    if "speech" not in {part.kind for part in parts} or not config.tts_image_uri:
-        return
-    image_region = parse_ecr_uri(config.tts_image_uri).region
-    if image_region != region:
-        problems.append(
-            Problem(
-                "tts image region",
-                f"{config.tts_image_uri} is in {image_region}, the deploy goes to {region}",
-                f"push the image to ECR in {region}, or deploy to {image_region}",
-            )
-        )
-
-
-def check_speech_endpoint(config: DeployConfig, aws: Aws, problems: list[Problem]) -> None:
-    """For an agent-only deploy: the endpoint the agent speaks through must exist."""
-    status = endpoint_status(aws.client("sagemaker"), config.endpoint_name)
-    if status.state == "not deployed":
-        problems.append(
-            Problem(
-                "speech endpoint",
-                f"the agent speaks through {config.endpoint_name!r}, which does not exist",
-                f"speech-infra deploy {config.model} first, or pass --tts-endpoint",
-            )
-        )
-
-
 def check_prerequisites(config: DeployConfig, aws: Aws, parts: Sequence[Part]) -> Identity:
     """Check everything; raise `MissingPrerequisites` listing every problem, else return who deploys where."""
     problems: list[Problem] = []
@@ -185,9 +155,8 @@ def check_prerequisites(config: DeployConfig, aws: Aws, parts: Sequence[Part]) -
         )
     else:
         check_bootstrap(aws, identity, problems)
-        check_tts_image_region(config, parts, identity.region, problems)
-        if {part.kind for part in parts} == {"agent"}:
-            check_speech_endpoint(config, aws, problems)
+        for part in parts:
+            part.check(aws, identity, parts, problems)
     if problems:
         raise MissingPrerequisites(problems)
     assert identity is not None

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from deploy import cli
 from deploy.config import SPEECH_MODELS
-from deploy.naming import speech_part
+from deploy.parts import speech_part
 
 
 def parser() -> argparse.ArgumentParser:

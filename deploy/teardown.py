@@ -8,7 +8,7 @@ CDK installed. Stack outputs are read before deletion to name the bucket and ima
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError, WaiterError
 
@@ -16,8 +16,11 @@ from deploy.aws import Aws
 from deploy.config import DeployConfig
 from deploy.errors import ConfigError, TeardownFailed
 from deploy.images import parse_ecr_uri
-from deploy.naming import Part, agent_stack, assets_repository, model_prefix, speech_stack
+from deploy.naming import assets_repository
 from deploy.prereqs import Identity
+
+if TYPE_CHECKING:
+    from deploy.parts import Part
 
 
 def stack_outputs(cloudformation: Any, name: str) -> dict[str, str] | None:
@@ -68,7 +71,7 @@ def destroy(
     return retention_notice(config, parts, identity, outputs)
 
 
-def _image_lines(image_uri: str | None, identity: Identity, what: str) -> list[str]:
+def image_lines(image_uri: str | None, identity: Identity, what: str) -> list[str]:
     region = identity.region
     cdk_repository = assets_repository(identity.account, region)
     try:
@@ -102,36 +105,7 @@ def _image_lines(image_uri: str | None, identity: Identity, what: str) -> list[s
 def retention_notice(
     config: DeployConfig, parts: Sequence[Part], identity: Identity, outputs: dict[str, dict[str, str]]
 ) -> str:
-    region = identity.region
     lines = ["Retained on purpose (destroy does not delete these; they cost little, but not nothing):"]
-    kinds = {part.kind for part in parts}
-    if "speech" in kinds:
-        bucket = outputs.get(speech_stack(config.model, "ModelCache"), {}).get("BucketName")
-        if bucket:
-            lines += [
-                f"- S3 model cache: bucket {bucket} (weights and voices under {model_prefix(config.model)})",
-                f"    delete: aws s3 rb s3://{bucket} --force --region {region}",
-            ]
-        else:
-            prefix = speech_stack(config.model, "ModelCache").lower()
-            lines += [
-                f"- S3 model cache: a bucket named {prefix}-modelbucket... (no outputs left to name it)",
-                f"    find: aws s3api list-buckets --query \"Buckets[?starts_with(Name, '{prefix}')].Name\"",
-                "    delete: aws s3 rb s3://BUCKET --force",
-            ]
-        endpoint_outputs = outputs.get(speech_stack(config.model, "Endpoint"), {})
-        lines += _image_lines(endpoint_outputs.get("ImageUri"), identity, "tts")
-        log_group = f"/aws/sagemaker/Endpoints/{config.endpoint_name}"
-        lines += [
-            f"- CloudWatch Logs: {log_group}",
-            f"    delete: aws logs delete-log-group --log-group-name {log_group} --region {region}",
-        ]
-    if "agent" in kinds:
-        lines += _image_lines(outputs.get(agent_stack("Runtime"), {}).get("ImageUri"), identity, "agent")
-        prefix = f"/aws/bedrock-agentcore/runtimes/{config.runtime_name}-"
-        lines += [
-            f"- CloudWatch Logs: log groups starting with {prefix}",
-            f"    list: aws logs describe-log-groups --log-group-name-prefix {prefix} --region {region}",
-            f"    delete each: aws logs delete-log-group --log-group-name NAME --region {region}",
-        ]
+    for part in parts:
+        lines += part.retained(identity, outputs)
     return "\n".join(lines)

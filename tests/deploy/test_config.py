@@ -9,7 +9,7 @@ from deploy.config import DeployConfig
 from deploy.errors import ConfigError
 from deploy.images import has_bidi_label, parse_ecr_uri, require_bidi_label
 from deploy.model_dir import check_model_dir
-from deploy.naming import all_parts, speech_part
+from deploy.parts import all_parts, speech_part
 from tests.support.paths import REPO
 
 ARN_PARTS = {"partition": "aws", "region": "us-west-2", "account": "111122223333"}

@@ -15,8 +15,9 @@ from deploy.aws import Aws
 from deploy.cdk_cli import CdkToolkit
 from deploy.config import DeployConfig
 from deploy.errors import MissingPrerequisites, WaitFailed
-from deploy.naming import Part, agent_part, all_parts, assets_repository, speech_part
+from deploy.naming import assets_repository
 from deploy.orchestrate import deploy_parts, destroy_parts
+from deploy.parts import Part, agent_part, all_parts, speech_part
 from tests.deploy.conftest import (
     ACCOUNT,
     REGION,

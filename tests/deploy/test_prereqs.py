@@ -9,7 +9,8 @@ import pytest
 from deploy.aws import Aws
 from deploy.config import DeployConfig
 from deploy.errors import MissingPrerequisites
-from deploy.naming import BOOTSTRAP_VERSION_PARAMETER, agent_part, all_parts
+from deploy.naming import BOOTSTRAP_VERSION_PARAMETER
+from deploy.parts import agent_part, all_parts
 from deploy.prereqs import check_prerequisites
 from tests.deploy.conftest import ACCOUNT, REGION, create_endpoint, image_uris_config
 

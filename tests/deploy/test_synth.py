@@ -20,7 +20,7 @@ from deploy.__main__ import main as deploy_main
 from deploy.app import build_app
 from deploy.images import BIDI_LABEL
 from deploy.model_dir import ModelSource
-from deploy.naming import all_parts
+from deploy.parts import all_parts
 from deploy.stacks.base import BEDROCK_INVOKE_ACTIONS, ENDPOINT_INVOKE_ACTIONS
 from tests.deploy.conftest import image_uris_config
 

@@ -1,9 +1,10 @@
-"""The repository's container images, built with the Docker SDK when they are missing.
+"""The repository's container images, built with the Docker SDK when they are missing or out of date.
 
-`ensure_images(images, specs, ...)` builds each named image that the engine does not have from its
-Dockerfile (`ImageSpec.dockerfile`, relative to the repository root, which is the build context), and
-reports each build step through `progress`, as `docker compose up --build` does. Builds are offline-
-and proxy-friendly:
+`ensure_images(images, specs, ...)` builds each named image that the engine does not have, or whose
+sources changed since it was built (the `SOURCE_LABEL` it carries), from its Dockerfile
+(`ImageSpec.dockerfile`, relative to the repository root, which is the build context), and reports each
+build step through `progress`, as `docker compose up --build` does (unchanged steps come from the
+cache). Builds are offline- and proxy-friendly:
 
 - The base. Every Dockerfile starts with `ARG BASE_IMAGE=python:3.12-slim`. When that image is neither
   present nor pullable (no Docker Hub: offline machines, registries only through a company proxy), a
@@ -45,10 +46,13 @@ from docker.utils.build import create_archive, exclude_paths
 from emulator.config import ImageSpec
 from emulator.controller.runtimes.process import resolve_image
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DEFAULT_BASE = "python:3.12-slim"
 LOCAL_BASE = "voice-agent-aws/python-base:trixie"
 LOCAL_BASE_LABEL = "voice-agent-aws.base-recipe"
+SOURCE_LABEL = "voice-agent-aws.source"
+"""A hash of the build context an image was built from: a changed source rebuilds it (cached steps
+stay cached), an unchanged one is used as it is."""
 DEBIAN_SUITE = "trixie"
 DEBIAN_PACKAGES = ("python3", "python3-venv", "ca-certificates")
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
@@ -252,13 +256,27 @@ class BuildRequest:
     """Relative to the repository root (the build context)."""
 
 
-def _context(dockerfile: str, extra: Mapping[str, str]) -> IO[bytes]:
+def _context_files(dockerfile: str) -> list[str]:
     ignore = REPO / ".dockerignore"
     patterns = [p for p in ignore.read_text().splitlines() if p.strip() and not p.startswith("#")]
     files = sorted(exclude_paths(str(REPO), patterns, dockerfile=dockerfile))
     if dockerfile not in files:
         files.append(dockerfile)
-    return create_archive(str(REPO), files=files, extra_files=list(extra.items()))
+    return files
+
+
+def source_hash(dockerfile: str) -> str:
+    """The hash of what a build of `dockerfile` would send (file names and contents)."""
+    digest = hashlib.sha256()
+    for name in _context_files(dockerfile):
+        path = REPO / name
+        if path.is_file() and not path.is_symlink():
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _context(dockerfile: str, extra: Mapping[str, str]) -> IO[bytes]:
+    return create_archive(str(REPO), files=_context_files(dockerfile), extra_files=list(extra.items()))
 
 
 def build_image(
@@ -285,6 +303,7 @@ def build_image(
                 dockerfile=request.dockerfile,
                 tag=request.image,
                 buildargs={"BASE_IMAGE": base, **proxy_build_args(env)},
+                labels={SOURCE_LABEL: source_hash(request.dockerfile)},
                 network_mode="host",
                 rm=True,
                 forcerm=True,
@@ -323,6 +342,21 @@ def missing_images(client: docker.DockerClient, images: Iterable[str]) -> list[s
     return [image for image in dict.fromkeys(images) if not image_exists(client, image)]
 
 
+def stale_images(
+    client: docker.DockerClient, images: Iterable[str], specs: Mapping[str, ImageSpec]
+) -> list[str]:
+    """Present images built from this repository whose sources changed since (their label says)."""
+    stale = []
+    for image in dict.fromkeys(images):
+        spec = resolve_image(specs, image)
+        if spec is None or spec.dockerfile is None or not image_exists(client, image):
+            continue
+        labels = client.images.get(image).labels or {}
+        if labels.get(SOURCE_LABEL) != source_hash(spec.dockerfile):
+            stale.append(image)
+    return stale
+
+
 def ensure_images(
     images: Iterable[str],
     specs: Mapping[str, ImageSpec],
@@ -332,17 +366,22 @@ def ensure_images(
     progress: Progress = _quiet,
     client: docker.DockerClient | None = None,
 ) -> list[str]:
-    """Build the missing ones of `images` (or, with `build=False`, refuse); return what was built."""
+    """Build the missing ones of `images`, and those whose sources in this repository changed since
+    they were built (or, with `build=False`, refuse the missing and use the present as they are);
+    return what was built."""
     client = client or docker_client()
     missing = missing_images(client, images)
-    if not missing:
-        return []
     if not build:
-        raise ImageBuildError(
-            f"image(s) {', '.join(missing)} not present and building is off (--no-build); "
-            "build them (drop --no-build) or pull them first"
-        )
-    requests = build_requests(missing, specs)
+        if missing:
+            raise ImageBuildError(
+                f"image(s) {', '.join(missing)} not present and building is off (--no-build); "
+                "build them (drop --no-build) or pull them first"
+            )
+        return []
+    wanted = [*missing, *stale_images(client, images, specs)]
+    if not wanted:
+        return []
+    requests = build_requests(wanted, specs)
     chosen = resolve_base(client, base, progress)
     for request in requests:
         build_image(client, request, chosen, progress)

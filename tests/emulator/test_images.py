@@ -68,3 +68,21 @@ def test_in_ci_a_missing_engine_fails_instead_of_skipping(monkeypatch: pytest.Mo
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception, match="no Docker engine: test"):
         docker_support.require_docker()
+
+
+def test_the_source_hash_follows_the_build_context(tmp_path, monkeypatch):
+    """A changed file the build would send changes the hash (the image is rebuilt); nothing else does."""
+    from emulator.controller import images
+
+    (tmp_path / ".dockerignore").write_text("tests\n")
+    (tmp_path / "tts").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "Dockerfile").write_text("FROM scratch\nCOPY tts /tts\n")
+    (tmp_path / "tts" / "a.py").write_text("one")
+    (tmp_path / "tests" / "t.py").write_text("one")
+    monkeypatch.setattr(images, "REPO", tmp_path)
+    before = images.source_hash("Dockerfile")
+    (tmp_path / "tests" / "t.py").write_text("two")
+    assert images.source_hash("Dockerfile") == before, "an ignored file does not count"
+    (tmp_path / "tts" / "a.py").write_text("two")
+    assert images.source_hash("Dockerfile") != before

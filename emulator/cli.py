@@ -138,7 +138,7 @@ def _build_images(config: EmulatorConfig, manifest_path: str, *, build: bool) ->
     manifest = load_manifest(manifest_path)
     try:
         built = ensure_images(
-            manifest.model_images,
+            manifest.container_images,
             {**config.images, **manifest.images},
             build=build,
             base=config.base_image,

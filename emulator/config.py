@@ -40,6 +40,11 @@ class ImageSpec:
     command: tuple[str, ...]
     bidirectional: bool = True
     dockerfile: str | None = None
+    listen_variables: tuple[str, str] | None = None
+    """For the `docker` runtime: the variables (host, port) that tell this image's container where to
+    listen when it shares the host's network. An AgentCore runtime's container calls the emulator at
+    127.0.0.1, which it reaches only there, so it runs on the host's network on a free loopback port
+    instead of AgentCore's 8080."""
 
     @classmethod
     def from_obj(cls, obj: Any) -> ImageSpec:
@@ -73,6 +78,7 @@ def default_images() -> dict[str, ImageSpec]:
         "agent": ImageSpec(
             ("{python}", "-m", "agent", "serve", "--host", "{host}", "--port", "{port}"),
             dockerfile="agent/Dockerfile",
+            listen_variables=("AGENT_HOST", "AGENT_PORT"),
         ),
         "echo": ImageSpec(
             ("{python}", "-m", "emulator.echo_container", "--host", "{host}", "--port", "{port}"),

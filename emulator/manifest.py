@@ -72,8 +72,8 @@ class Manifest:
         return [r.name for r in self.resources if r.kind == "AgentRuntime"]
 
     @property
-    def model_images(self) -> list[str]:
-        """The container images the manifest's models name, in order, once each."""
+    def container_images(self) -> list[str]:
+        """The container images the manifest's models and agent runtimes name, in order, once each."""
         images = []
         for resource in self.resources:
             if resource.kind == "Model":
@@ -81,6 +81,11 @@ class Manifest:
                 primary = resource.spec.get("PrimaryContainer") or containers[0]
                 if isinstance(primary, dict) and isinstance(primary.get("Image"), str):
                     images.append(primary["Image"])
+            elif resource.kind == "AgentRuntime":
+                artifact = resource.spec.get("agentRuntimeArtifact") or {}
+                uri = (artifact.get("containerConfiguration") or {}).get("containerUri")
+                if isinstance(uri, str):
+                    images.append(uri)
         return list(dict.fromkeys(images))
 
     @classmethod

@@ -78,5 +78,5 @@ def make_runtime(config: EmulatorConfig) -> Runtime:
     if config.runtime == "docker":
         from emulator.controller.runtimes.docker import DockerRuntime
 
-        return DockerRuntime(host=config.host, home=config.home_dir)
+        return DockerRuntime(host=config.host, home=config.home_dir, images=config.images)
     raise RuntimeUnavailable(f"unknown runtime {config.runtime!r}: use 'process' or 'docker'")

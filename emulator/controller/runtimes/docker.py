@@ -24,6 +24,7 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,10 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
-from emulator.controller.processes import pid_alive
+from emulator.config import ImageSpec
+from emulator.controller.processes import free_port, pid_alive
 from emulator.controller.runtimes import BIDI_LABEL, ReplicaHandle, RuntimeUnavailable, StartRequest
+from emulator.controller.runtimes.process import resolve_image
 
 log = logging.getLogger("emulator.docker")
 
@@ -113,8 +116,11 @@ class DockerReplica:
 class DockerRuntime:
     kind = "docker"
 
-    def __init__(self, host: str = "127.0.0.1", home: Path | None = None) -> None:
+    def __init__(
+        self, host: str = "127.0.0.1", home: Path | None = None, images: Mapping[str, ImageSpec] | None = None
+    ) -> None:
         self.host = host
+        self.images = dict(images or {})
         self.home = (home or Path.cwd()).expanduser().resolve()
         self.instance = uuid.uuid4().hex
         self._client: docker.DockerClient | None = None
@@ -169,16 +175,28 @@ class DockerRuntime:
             REPLICA_LABEL: request.replica_id,
         }
 
+        spec = resolve_image(self.images, request.image)
+        environment = dict(request.environment)
+        network: dict[str, Any] = {"ports": {CONTAINER_PORT: (self.host, None)}}
+        host_port = None
+        if spec is not None and spec.listen_variables is not None:
+            host_port = free_port(self.host)
+            host_variable, port_variable = spec.listen_variables
+            environment |= {host_variable: self.host, port_variable: str(host_port)}
+            network = {"network_mode": "host"}
+            # the emulator's CA bundle (AWS_CA_BUNDLE) lives in its home: the same path inside
+            volumes[str(self.home)] = {"bind": str(self.home), "mode": "ro"}
+
         def run() -> Container:
             container = self.client.containers.run(
                 request.image,
                 list(request.args),
                 detach=True,
                 name=f"{request.replica_id}-{self.instance[:8]}",
-                ports={CONTAINER_PORT: (self.host, None)},
                 volumes=volumes,
-                environment=dict(request.environment),
+                environment=environment,
                 labels=labels,
+                **network,
             )
             container.reload()
             return container
@@ -189,11 +207,13 @@ class DockerRuntime:
             raise RuntimeUnavailable(f"image {request.image} is not available locally") from None
         except docker.errors.APIError as exc:
             raise RuntimeUnavailable(f"docker run {request.image} failed: {exc.explanation or exc}") from exc
-        bindings = (container.attrs["NetworkSettings"]["Ports"] or {}).get(CONTAINER_PORT) or []
-        if not bindings:
-            await asyncio.to_thread(container.remove, force=True)
-            raise RuntimeUnavailable(f"docker run {request.image}: port 8080 was not published")
-        replica = DockerReplica(self, container, self.host, int(bindings[0]["HostPort"]))
+        if host_port is None:
+            bindings = (container.attrs["NetworkSettings"]["Ports"] or {}).get(CONTAINER_PORT) or []
+            if not bindings:
+                await asyncio.to_thread(container.remove, force=True)
+                raise RuntimeUnavailable(f"docker run {request.image}: port 8080 was not published")
+            host_port = int(bindings[0]["HostPort"])
+        replica = DockerReplica(self, container, self.host, host_port)
         self._replicas[container.id] = replica
         self._follow_logs(container, request.log_path)
         code = await asyncio.to_thread(replica._exit_code)

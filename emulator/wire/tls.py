@@ -25,10 +25,10 @@ class TlsFiles:
     key: Path
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    """Write atomically with mode 0600 (two emulators may start at once)."""
+def _write(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Write atomically (two emulators may start at once), private unless told otherwise."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, "wb") as out:
         out.write(data)
     tmp.replace(path)
@@ -42,13 +42,14 @@ def ensure_tls(home: Path) -> TlsFiles:
     ca_key = tls_dir / "ca-key.pem"
     if files.ca.exists() and ca_key.exists():
         ca = trustme.CA.from_pem(files.ca.read_bytes(), ca_key.read_bytes())
+        files.ca.chmod(0o644)  # homes made before the certificate was readable by other users
     else:
         ca = trustme.CA(organization_name="voice-agent-aws emulator")
-        _write_private(ca_key, ca.private_key_pem.bytes())
-        _write_private(files.ca, ca.cert_pem.bytes())
+        _write(ca_key, ca.private_key_pem.bytes())
+        _write(files.ca, ca.cert_pem.bytes(), 0o644)  # a certificate: readable by any client
         files.cert_chain.unlink(missing_ok=True)
     if not (files.cert_chain.exists() and files.key.exists()):
         leaf = ca.issue_cert(*SERVER_NAMES)
-        _write_private(files.key, leaf.private_key_pem.bytes())
-        _write_private(files.cert_chain, b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
+        _write(files.key, leaf.private_key_pem.bytes())
+        _write(files.cert_chain, b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
     return files

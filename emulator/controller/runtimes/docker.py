@@ -184,8 +184,9 @@ class DockerRuntime:
             host_variable, port_variable = spec.listen_variables
             environment |= {host_variable: self.host, port_variable: str(host_port)}
             network = {"network_mode": "host"}
-            # the emulator's CA bundle (AWS_CA_BUNDLE) lives in its home: the same path inside
-            volumes[str(self.home)] = {"bind": str(self.home), "mode": "ro"}
+            bundle = environment.get("AWS_CA_BUNDLE")  # the emulator's CA: the same path inside
+            if bundle:
+                volumes[bundle] = {"bind": bundle, "mode": "ro"}
 
         def run() -> Container:
             container = self.client.containers.run(

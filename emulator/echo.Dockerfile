@@ -14,7 +14,8 @@ FROM ${BASE_IMAGE}
 LABEL com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /opt/program
-COPY emulator/__init__.py emulator/wsframes.py emulator/echo_container.py ./emulator/
+COPY emulator/__init__.py emulator/echo_container.py ./emulator/
+COPY emulator/wire/__init__.py emulator/wire/wsframes.py ./emulator/wire/
 ENV PATH=/opt/venv/bin:$PATH ECHO_HOST=0.0.0.0 ECHO_PORT=8080 PYTHONUNBUFFERED=1
 EXPOSE 8080
 ENTRYPOINT ["python", "-m", "emulator.echo_container"]

@@ -248,6 +248,7 @@ class Controller:
 
     async def _start(self, replica: Replica) -> None:
         replica.ready = False
+        replica.failed_probes = 0  # a restart starts counting afresh: a loading container is not wedged
         replica.start_error = None
         model = replica.model
         try:

@@ -88,23 +88,29 @@ def _serving(config: TTSConfig) -> Iterator[tuple[str, float]]:
         thread.join(30)
 
 
-async def _timed_audio(url: str, text: str) -> tuple[float, float, bytes]:
-    """Seconds from sending `text` to its first binary frame and to `synthesis_complete`; the PCM."""
+async def timed_audio(url: str, text: str) -> tuple[float, float, bytes]:
+    """`text` on a fresh WebSocket: seconds to its first binary frame and to `synthesis_complete`,
+    and the PCM. A container error raises; a silent container fails after 300 s."""
     async with websockets.connect(url, max_size=None) as ws:
         started = time.perf_counter()
         await ws.send(json.dumps({"text": text}))
         first, pcm = None, bytearray()
-        while True:
-            frame = await ws.recv()
-            if isinstance(frame, bytes):
-                first = first or time.perf_counter() - started
-                pcm += frame
-            elif json.loads(frame)["type"] == "synthesis_complete":
-                return first or float("nan"), time.perf_counter() - started, bytes(pcm)
+        async with asyncio.timeout(300):
+            while True:
+                frame = await ws.recv()
+                if isinstance(frame, bytes):
+                    first = first or time.perf_counter() - started
+                    pcm += frame
+                    continue
+                message = json.loads(frame)
+                if message["type"] == "synthesis_complete":
+                    return first or float("nan"), time.perf_counter() - started, bytes(pcm)
+                if message["type"] == "error":
+                    raise RuntimeError(f"{message['code']}: {message['message']}")
 
 
 async def _first_audio(url: str, text: str) -> tuple[float, float]:
-    first, complete, _ = await _timed_audio(url, text)
+    first, complete, _ = await timed_audio(url, text)
     return first, complete
 
 
@@ -227,8 +233,8 @@ def _measure_streaming(trials: int) -> dict[str, object]:
         for words, text in SENTENCES_BY_WORDS.items():
             runs: dict[str, list[tuple[float, float, bytes]]] = {"streamed": [], "whole": []}
             for _ in range(trials):
-                runs["streamed"].append(asyncio.run(_timed_audio(streamed_url, text)))
-                runs["whole"].append(asyncio.run(_timed_audio(whole_url, text)))
+                runs["streamed"].append(asyncio.run(timed_audio(streamed_url, text)))
+                runs["whole"].append(asyncio.run(timed_audio(whole_url, text)))
             streamed_audio = _pcm_to_float(runs["streamed"][-1][2])
             whole_audio = _pcm_to_float(runs["whole"][-1][2])
             frames = len(whole_audio) // SAMPLES_PER_FRAME

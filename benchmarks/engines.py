@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib.util
-import json
 import statistics
 import sys
 import time
@@ -20,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import websockets
 
 from benchmarks import report
+from benchmarks.container import timed_audio
 from benchmarks.texts import ARTICLE_TEXT, FIRST_SENTENCE
 from emulator.controller.processes import child, free_port
-from tts.config import TTSConfig
+from tts.config import SAMPLE_RATE, TTSConfig
 
 ENGINES = ("onnx", "torch")
 
@@ -42,27 +41,6 @@ def unavailable(engine: str) -> str | None:
     return None
 
 
-async def speak(url: str, text: str) -> tuple[float, float, float]:
-    """Send `text` on a fresh WebSocket: ms to the first binary frame, ms to synthesis_complete, and
-    the seconds of audio the container reports."""
-    async with websockets.connect(url, max_size=None) as ws:
-        started = time.perf_counter()
-        await ws.send(json.dumps({"text": text}))
-        first = None
-        async with asyncio.timeout(300):
-            while True:
-                frame = await ws.recv()
-                if isinstance(frame, bytes):
-                    first = first if first is not None else (time.perf_counter() - started) * 1000
-                    continue
-                message = json.loads(frame)
-                if message["type"] == "synthesis_complete":
-                    done = (time.perf_counter() - started) * 1000
-                    return first if first is not None else float("nan"), done, message["duration_s"]
-                if message["type"] == "error":
-                    raise RuntimeError(f"{message['code']}: {message['message']}")
-
-
 def measure(engine: str, trials: int) -> dict[str, Any]:
     port = free_port()
     argv = [sys.executable, "-m", "tts", "serve", "--port", str(port), "--log-level", "warning"]
@@ -72,9 +50,9 @@ def measure(engine: str, trials: int) -> dict[str, Any]:
         url = f"ws://127.0.0.1:{port}/invocations-bidirectional-stream"
         first_ms, rtfs = [], []
         for _ in report.progress(range(trials), f"{engine}: trials"):
-            first_ms.append(asyncio.run(speak(url, FIRST_SENTENCE))[0])
-            _, done_ms, audio_s = asyncio.run(speak(url, ARTICLE_TEXT))
-            rtfs.append(done_ms / 1000 / audio_s)
+            first_ms.append(asyncio.run(timed_audio(url, FIRST_SENTENCE))[0] * 1000)
+            _, done_s, pcm = asyncio.run(timed_audio(url, ARTICLE_TEXT))
+            rtfs.append(done_s / (len(pcm) / 2 / SAMPLE_RATE))
     return {
         "engine": engine,
         "ready_s": round(ready_s, 2),

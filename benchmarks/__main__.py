@@ -19,6 +19,7 @@ STUDIES = {
     "throughput": "1, 2, 4, 8 concurrent sessions on one container: audio per wall second, first audio",
     "emulator": "what the emulator adds per message; 50 concurrent sessions",
     "engines": "the TTS engines side by side: ready time, real-time factor, first audio",
+    "streaming": "streamed vs whole-segment decoding: first audio of 10-25 words; whole text vs kokoro-onnx",
 }
 
 

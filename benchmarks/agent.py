@@ -2,8 +2,9 @@
 same prompt and the same reply: the emulator's paced script model (400 ms to the first token, then 60
 tokens/s) answers both modes identically, so only the moment synthesis starts differs. Once on loopback
 ("local") and once with the emulator's injected network latency on the SageMaker hop (25 ± 5 ms each
-way: the deployed hop). Without --quick, two more conditions chunk at sentences only (no early first
-fragment at a clause).
+way: the deployed hop). Without --quick, three more conditions: two chunk at sentences only (no early
+first fragment at a clause), and one decodes each segment whole in the container
+(`TTS_WINDOW_FIRST_FRAMES=0`), which shows what streaming inside a segment gives the agent's first audio.
 
 Each condition starts a fresh local stack (emulator + the real Kokoro container + the agent), warms it
 with one untimed bidi turn, then alternates the two modes run by run so machine noise hits both alike.
@@ -13,9 +14,13 @@ Times are taken where a client sees the events (`agent.demo`). The article: bidi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import itertools
+import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,12 +34,37 @@ ARTICLE = {"ratio": 2.4, "ratio_with_latency": 3.5}
 LATENCY_MS, JITTER_MS = 25.0, 5.0
 FIRST_TOKEN_MS, TOKENS_PER_S = 400, 60.0
 SENTENCES_ONLY = {"AGENT_FIRST_FRAGMENT_WORDS": "off"}
+WHOLE_SEGMENTS = {"TTS_WINDOW_FIRST_FRAMES": "0"}
+WHOLE_SEGMENTS_CONDITION = "local, whole-segment decoding"
 
 
-def run_condition(
-    name: str, emulator: EmulatorConfig, runs: int, agent_env: dict[str, str] | None = None
-) -> dict[str, Any]:
-    with local_stack(emulator, agent_env=agent_env) as stack:
+class Condition(NamedTuple):
+    name: str
+    emulator: EmulatorConfig
+    agent_env: dict[str, str] | None = None
+    tts_env: dict[str, str] | None = None  # for the TTS replica, which inherits the emulator's environment
+
+
+@contextlib.contextmanager
+def _environment(overrides: dict[str, str] | None) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in overrides or {}}
+    os.environ.update(overrides or {})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def run_condition(condition: Condition, runs: int) -> dict[str, Any]:
+    name = condition.name
+    with (
+        _environment(condition.tts_env),
+        local_stack(condition.emulator, agent_env=condition.agent_env) as stack,
+    ):
         run_once(stack.agent_url, "bidi", DEFAULT_PROMPT, None, None)  # warm-up: connections, lazy imports
         summary = compare(stack.agent_url, DEFAULT_PROMPT, runs=runs)
     result: dict[str, Any] = {"condition": name}
@@ -52,7 +82,7 @@ def run_condition(
     return result
 
 
-def conditions(quick: bool) -> list[tuple[str, EmulatorConfig, dict[str, str] | None]]:
+def conditions(quick: bool) -> list[Condition]:
     local = dataclasses.replace(
         EmulatorConfig.from_env(),
         http_port=0,
@@ -69,11 +99,12 @@ def conditions(quick: bool) -> list[tuple[str, EmulatorConfig, dict[str, str] | 
         jitter_out_ms=JITTER_MS,
     )
     hop = f"latency {LATENCY_MS:g}±{JITTER_MS:g} ms"
-    chosen = [("local", local, None), (f"deployed ({hop})", deployed, None)]
+    chosen = [Condition("local", local), Condition(f"deployed ({hop})", deployed)]
     if not quick:
         chosen += [
-            ("local, sentences only", local, SENTENCES_ONLY),
-            (f"deployed ({hop}), sentences only", deployed, SENTENCES_ONLY),
+            Condition("local, sentences only", local, SENTENCES_ONLY),
+            Condition(f"deployed ({hop}), sentences only", deployed, SENTENCES_ONLY),
+            Condition(WHOLE_SEGMENTS_CONDITION, local, tts_env=WHOLE_SEGMENTS),
         ]
     return chosen
 
@@ -131,9 +162,9 @@ def plot(result: dict[str, Any]) -> report.Figure:
 def run(quick: bool, out: Path) -> dict[str, Any]:
     runs = 2 if quick else 5
     results = []
-    for name, config, env in report.progress(conditions(quick), "conditions (a fresh stack each)"):
-        results.append(run_condition(name, config, runs, env))
-    result = {
+    for condition in report.progress(conditions(quick), "conditions (a fresh stack each)"):
+        results.append(run_condition(condition, runs))
+    result: dict[str, Any] = {
         "model": {"first_token_ms": FIRST_TOKEN_MS, "tokens_per_s": TOKENS_PER_S, "prompt": DEFAULT_PROMPT},
         "runs": runs,
         "ratio": results[0]["ratio"],
@@ -141,8 +172,14 @@ def run(quick: bool, out: Path) -> dict[str, Any]:
         "conditions": results,
         "article": ARTICLE,
     }
+    whole = next((r for r in results if r["condition"] == WHOLE_SEGMENTS_CONDITION), None)
+    if whole is not None:
+        # how many times sooner bidi speaks with streamed decoding than with whole-segment decoding
+        result["bidi_streamed_speedup"] = round(
+            whole["bidi"]["ttfa_ms"]["median_ms"] / results[0]["bidi"]["ttfa_ms"]["median_ms"], 2
+        )
     rows = []
-    for r, article in zip(results, [ARTICLE["ratio"], ARTICLE["ratio_with_latency"], "", ""], strict=False):
+    for r, article in itertools.zip_longest(results, [ARTICLE["ratio"], ARTICLE["ratio_with_latency"]]):
         bidi, batch = r["bidi"]["ttfa_ms"], r["batch"]["ttfa_ms"]
         rows.append(
             (
@@ -150,7 +187,7 @@ def run(quick: bool, out: Path) -> dict[str, Any]:
                 bidi["median_ms"],
                 batch["median_ms"],
                 f"{r['ratio']:.1f}x",
-                article and f"{article}x",
+                f"{article}x" if article else "",
             )
         )
     print(report.table(["condition", "bidi TTFA (ms)", "batch TTFA (ms)", "ratio", "article"], rows))

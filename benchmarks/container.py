@@ -42,7 +42,7 @@ from tts.assets import PYPI_MODEL_NAME, export_model_dir
 from tts.config import SAMPLE_RATE, TTSConfig
 from tts.engine import SAMPLES_PER_FRAME
 from tts.engines import create_engine
-from tts.fidelity import mel_distance, seam_click_ratio
+from tts.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
 from tts.server import create_app
 from tts.windows import WindowPlan
 
@@ -219,7 +219,7 @@ def _pcm_to_float(pcm: bytes) -> np.ndarray:
     return np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768.0
 
 
-def _measure_streaming(trials: int) -> dict[str, object]:
+def measure_streaming(trials: int) -> dict[str, object]:
     """Streamed vs whole-segment decoding, side by side, alternating, through the WebSocket."""
     streamed_config = TTSConfig.from_env()
     whole_config = replace(streamed_config, window_first_frames=0)
@@ -243,6 +243,7 @@ def _measure_streaming(trials: int) -> dict[str, object]:
                 "audio_s": round(len(whole_audio) / SAMPLE_RATE, 3),
                 "windows": len(seams) + 1,
                 "mel_distance": round(mel_distance(whole_audio, streamed_audio), 3),
+                "seam_mel_distance": round(seam_mel_distance(whole_audio, streamed_audio, seams), 3),
                 "seam_click_ratio": round(seam_click_ratio(streamed_audio, seams), 2),
                 "seam_click_ratio_whole": round(seam_click_ratio(whole_audio, seams), 2),
             }
@@ -260,7 +261,7 @@ def _measure_streaming(trials: int) -> dict[str, object]:
     return result
 
 
-def _measure_peer(trials: int) -> dict[str, object]:
+def measure_peer(trials: int) -> dict[str, object]:
     """Whole-text time: our server (streamed, through the WebSocket) vs kokoro-onnx `create_stream`."""
     try:
         from kokoro_onnx import Kokoro
@@ -330,11 +331,11 @@ def main(argv: list[str] | None = None) -> int:
     if engines:
         print_engines(engines, args.trials)
     if args.streaming:
-        result["streaming"] = _measure_streaming(args.trials)
-        _print_streaming(result["streaming"])
+        result["streaming"] = measure_streaming(args.trials)
+        print_streaming(result["streaming"])
     if args.peer:
-        result["peer"] = _measure_peer(args.trials)
-        _print_peer(result["peer"])
+        result["peer"] = measure_peer(args.trials)
+        print_peer(result["peer"])
     if not args.only:
         server = result["server"] = _measure_server(args.trials)
         print(f"server ({config.engine} engine) ready {server['server_ready_s']:.2f} s after start")
@@ -358,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _print_streaming(streaming: dict) -> None:
+def print_streaming(streaming: dict) -> None:
     for key, entry in streaming.items():
         if not key.endswith("_words"):
             continue
@@ -368,13 +369,14 @@ def _print_streaming(streaming: dict) -> None:
             f"complete {entry['streamed_complete_s']['median']:.2f} vs "
             f"{entry['whole_complete_s']['median']:.2f} s "
             f"(x{entry['complete_streamed_over_whole']}); "
-            f"first/complete {entry['streamed_first_over_complete']:.2f}; mel {entry['mel_distance']}, "
+            f"first/complete {entry['streamed_first_over_complete']:.2f}; mel {entry['mel_distance']} "
+            f"(at the seams {entry['seam_mel_distance']}), "
             f"seam clicks {entry['seam_click_ratio']} "
             f"(whole at the same places {entry['seam_click_ratio_whole']})"
         )
 
 
-def _print_peer(peer: dict) -> None:
+def print_peer(peer: dict) -> None:
     if "skipped" in peer:
         print(f"peer: {peer['skipped']}")
         return

@@ -36,9 +36,9 @@ class TTSConfig:
     provider: str = "auto"
     engine: str = "onnx"
     workers: int = 1
-    window_first_frames: int = 16
-    window_max_frames: int = 120
-    window_context_frames: int = 12
+    window_first_frames: int = 12
+    window_max_frames: int = 240
+    window_context_frames: int = 8
     host: str = "127.0.0.1"
     port: int = 8080
 

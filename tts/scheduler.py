@@ -40,6 +40,7 @@ class Job:
     cancelled: bool = False
     finished: bool = False
     segments: list[list[int]] | None = None
+    segment_count: int = 0
     windows: Windows | None = None
     submitted_at: float = field(default_factory=time.perf_counter)
     run_options: RunFlag = field(default_factory=CancelFlag)
@@ -115,6 +116,7 @@ class Scheduler:
         request = job.request
         if job.segments is None:
             job.segments = self._engine.segments(request.text, request.lang)
+            job.segment_count = len(job.segments)
         if job.cancelled:
             return None
         if job.windows is None or job.windows.done:

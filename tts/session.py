@@ -154,5 +154,7 @@ class Session:
             return
         elapsed = time.perf_counter() - job.submitted_at
         await self._send_json(
-            protocol.synthesis_complete(request, stats.duration_s, stats.audio_bytes, stats.segments, elapsed)
+            protocol.synthesis_complete(
+                request, stats.duration_s, stats.audio_bytes, job.segment_count, elapsed
+            )
         )

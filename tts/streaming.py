@@ -27,7 +27,6 @@ class NothingToSpeak(SynthesisFailed):
 class AudioStats:
     samples: int = 0
     audio_bytes: int = 0
-    segments: int = 0
     frames: int = 0
 
     @property
@@ -46,7 +45,6 @@ async def audio_frames(job: Job, frame_bytes: int, stats: AudioStats) -> AsyncIt
             break
         if isinstance(item, BaseException):
             raise SynthesisFailed(f"synthesis failed: {str(item) or type(item).__name__}") from item
-        stats.segments += 1
         stats.samples += len(item) // 2
         for start in range(0, len(item), frame_bytes):
             data = encoder.encode(item[start : start + frame_bytes])

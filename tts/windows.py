@@ -9,8 +9,9 @@ norm) and quantizes (dynamic int8) over whatever length it is given, so a window
 whole-segment result exactly; the context makes the two close, and a short crossfade at each seam hides
 the rest (fidelity is measured against whole-segment synthesis in tests/tts/test_windows.py).
 
-The plan: the first window is small (fast first audio), each next one doubles up to `max_frames`
-(throughput: fewer context frames computed twice). A remainder shorter than half a window joins the
+The plan: the first window is small (fast first audio), each next one is `growth` times the last, up to
+`max_frames` (throughput: fewer context frames computed twice; fourfold keeps the second window short
+enough that the gap after the first one stays small). A remainder shorter than half a window joins the
 last window. Any engine that offers `decode(features, start, stop) -> audio` for frames [start, stop)
 can be driven by `WindowedDecode`.
 """
@@ -31,12 +32,15 @@ class WindowPlan:
     first_frames: int
     max_frames: int
     context_frames: int
+    growth: int = 4
 
     def __post_init__(self) -> None:
         if self.first_frames < 0 or self.context_frames < 0:
             raise ValueError("window sizes must not be negative")
         if self.first_frames and self.max_frames < self.first_frames:
             raise ValueError("the largest window must be at least the first window")
+        if self.growth < 1:
+            raise ValueError("windows must not shrink (growth >= 1)")
 
     def windows(self, frames: int) -> list[tuple[int, int]]:
         """Output frame ranges [start, stop) covering `frames`; one range when windowing is off."""
@@ -48,7 +52,7 @@ class WindowPlan:
             if frames - stop < size // 2:
                 stop = frames
             ranges.append((start, stop))
-            start, size = stop, min(self.max_frames, size * 2)
+            start, size = stop, min(self.max_frames, size * self.growth)
         return ranges
 
 

@@ -58,6 +58,7 @@ async def test_two_sentences_on_one_session(tts_server, binary):
             complete = controls[2 * n + 1]
             assert len(audio[f"s{n}"]) == complete["audio_bytes"] == int(complete["duration_s"] * 48000)
             assert complete["duration_s"] > 1.0
+            assert complete["segments"] == 1, "one sentence is one segment, however many decoder windows"
         await ws.send(json.dumps({"type": "close"}))
         with pytest.raises(websockets.ConnectionClosedOK):
             await asyncio.wait_for(ws.recv(), 60)

@@ -33,6 +33,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import uvicorn
@@ -40,11 +41,10 @@ import websockets
 
 from tts.assets import PYPI_MODEL_NAME, export_model_dir
 from tts.config import SAMPLE_RATE, TTSConfig
-from tts.engine import SAMPLES_PER_FRAME
 from tts.engines import create_engine
 from tts.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
 from tts.server import create_app
-from tts.windows import WindowPlan
+from tts.windows import SAMPLES_PER_FRAME, WindowPlan
 
 ANSWER = (
     "Thanks for waiting, I found your order. It shipped yesterday from our Denver warehouse and should "
@@ -52,6 +52,7 @@ ANSWER = (
     "do that now?"
 )
 FIRST_SENTENCE = ANSWER.split(". ")[0] + "."
+BYTES_PER_SECOND = SAMPLE_RATE * 2  # s16le mono
 TEN_WORDS = "It shipped yesterday and should arrive here on Thursday morning."
 SENTENCES_BY_WORDS = {
     10: "Thanks for waiting, I found your order and it shipped.",
@@ -88,30 +89,44 @@ def _serving(config: TTSConfig) -> Iterator[tuple[str, float]]:
         thread.join(30)
 
 
-async def timed_audio(url: str, text: str) -> tuple[float, float, bytes]:
-    """`text` on a fresh WebSocket: seconds to its first binary frame and to `synthesis_complete`,
-    and the PCM. A container error raises; a silent container fails after 300 s."""
+class TimedAudio(NamedTuple):
+    first_s: float  # the first binary frame
+    complete_s: float  # `synthesis_complete`
+    heard_s: float  # when a listener who plays each frame as it arrives hears the last sample
+    pcm: bytes
+
+    @property
+    def stalls_s(self) -> float:
+        """Silence inside the speech: waits for audio not yet computed, after the first frame."""
+        return self.heard_s - self.first_s - len(self.pcm) / BYTES_PER_SECOND
+
+
+async def timed_audio(url: str, text: str) -> TimedAudio:
+    """`text` on a fresh WebSocket (PCM): the times above and the audio. A container error raises; a
+    silent container fails after 300 s."""
     async with websockets.connect(url, max_size=None) as ws:
         started = time.perf_counter()
         await ws.send(json.dumps({"text": text}))
-        first, pcm = None, bytearray()
+        first, heard, pcm = None, 0.0, bytearray()
         async with asyncio.timeout(300):
             while True:
                 frame = await ws.recv()
                 if isinstance(frame, bytes):
-                    first = first or time.perf_counter() - started
+                    arrived = time.perf_counter() - started
+                    first = first or arrived
+                    heard = max(heard, arrived) + len(frame) / BYTES_PER_SECOND
                     pcm += frame
                     continue
                 message = json.loads(frame)
                 if message["type"] == "synthesis_complete":
-                    return first or float("nan"), time.perf_counter() - started, bytes(pcm)
+                    return TimedAudio(first or float("nan"), time.perf_counter() - started, heard, bytes(pcm))
                 if message["type"] == "error":
                     raise RuntimeError(f"{message['code']}: {message['message']}")
 
 
 async def _first_audio(url: str, text: str) -> tuple[float, float]:
-    first, complete, _ = await timed_audio(url, text)
-    return first, complete
+    timed = await timed_audio(url, text)
+    return timed.first_s, timed.complete_s
 
 
 def _summary(values: list[float]) -> dict[str, float]:
@@ -223,20 +238,16 @@ def measure_streaming(trials: int) -> dict[str, object]:
     """Streamed vs whole-segment decoding, side by side, alternating, through the WebSocket."""
     streamed_config = TTSConfig.from_env()
     whole_config = replace(streamed_config, window_first_frames=0)
-    plan = WindowPlan(
-        streamed_config.window_first_frames,
-        streamed_config.window_max_frames,
-        streamed_config.window_context_frames,
-    )
+    plan = WindowPlan.from_config(streamed_config)
     result: dict[str, object] = {"window_plan": plan.__dict__}
     with _serving(streamed_config) as (streamed_url, _), _serving(whole_config) as (whole_url, _):
         for words, text in SENTENCES_BY_WORDS.items():
-            runs: dict[str, list[tuple[float, float, bytes]]] = {"streamed": [], "whole": []}
+            runs: dict[str, list[TimedAudio]] = {"streamed": [], "whole": []}
             for _ in range(trials):
                 runs["streamed"].append(asyncio.run(timed_audio(streamed_url, text)))
                 runs["whole"].append(asyncio.run(timed_audio(whole_url, text)))
-            streamed_audio = _pcm_to_float(runs["streamed"][-1][2])
-            whole_audio = _pcm_to_float(runs["whole"][-1][2])
+            streamed_audio = _pcm_to_float(runs["streamed"][-1].pcm)
+            whole_audio = _pcm_to_float(runs["whole"][-1].pcm)
             frames = len(whole_audio) // SAMPLES_PER_FRAME
             seams = [stop * SAMPLES_PER_FRAME for _, stop in plan.windows(frames)[:-1]]
             entry = {
@@ -248,13 +259,17 @@ def measure_streaming(trials: int) -> dict[str, object]:
                 "seam_click_ratio_whole": round(seam_click_ratio(whole_audio, seams), 2),
             }
             for mode, values in runs.items():
-                entry[f"{mode}_first_audio_s"] = _summary([first for first, _, _ in values])
-                entry[f"{mode}_complete_s"] = _summary([complete for _, complete, _ in values])
+                entry[f"{mode}_first_audio_s"] = _summary([t.first_s for t in values])
+                entry[f"{mode}_complete_s"] = _summary([t.complete_s for t in values])
+                entry[f"{mode}_heard_s"] = _summary([t.heard_s for t in values])
+                entry[f"{mode}_stalls_s"] = _summary([t.stalls_s for t in values])
                 entry[f"{mode}_first_over_complete"] = round(
-                    statistics.median(first / complete for first, complete, _ in values), 3
+                    statistics.median(t.first_s / t.complete_s for t in values), 3
                 )
             entry["complete_streamed_over_whole"] = round(
-                statistics.median(s[1] / w[1] for s, w in zip(runs["streamed"], runs["whole"], strict=True)),
+                statistics.median(
+                    s.complete_s / w.complete_s for s, w in zip(runs["streamed"], runs["whole"], strict=True)
+                ),
                 3,
             )
             result[f"{words}_words"] = entry
@@ -369,7 +384,9 @@ def print_streaming(streaming: dict) -> None:
             f"complete {entry['streamed_complete_s']['median']:.2f} vs "
             f"{entry['whole_complete_s']['median']:.2f} s "
             f"(x{entry['complete_streamed_over_whole']}); "
-            f"first/complete {entry['streamed_first_over_complete']:.2f}; mel {entry['mel_distance']} "
+            f"first/complete {entry['streamed_first_over_complete']:.2f}; "
+            f"heard by {entry['streamed_heard_s']['median']:.2f} vs {entry['whole_heard_s']['median']:.2f} s "
+            f"(stalls {entry['streamed_stalls_s']['median']:.2f} s); mel {entry['mel_distance']} "
             f"(at the seams {entry['seam_mel_distance']}), "
             f"seam clicks {entry['seam_click_ratio']} "
             f"(whole at the same places {entry['seam_click_ratio_whole']})"

@@ -50,9 +50,9 @@ def measure(engine: str, trials: int) -> dict[str, Any]:
         url = f"ws://127.0.0.1:{port}/invocations-bidirectional-stream"
         first_ms, rtfs = [], []
         for _ in report.progress(range(trials), f"{engine}: trials"):
-            first_ms.append(asyncio.run(timed_audio(url, FIRST_SENTENCE))[0] * 1000)
-            _, done_s, pcm = asyncio.run(timed_audio(url, ARTICLE_TEXT))
-            rtfs.append(done_s / (len(pcm) / 2 / SAMPLE_RATE))
+            first_ms.append(asyncio.run(timed_audio(url, FIRST_SENTENCE)).first_s * 1000)
+            answer = asyncio.run(timed_audio(url, ARTICLE_TEXT))
+            rtfs.append(answer.complete_s / (len(answer.pcm) / 2 / SAMPLE_RATE))
     return {
         "engine": engine,
         "ready_s": round(ready_s, 2),

@@ -37,8 +37,9 @@ class TTSConfig:
     engine: str = "onnx"
     workers: int = 1
     window_first_frames: int = 12
-    window_max_frames: int = 240
+    window_max_frames: int = 120
     window_context_frames: int = 8
+    window_growth: int = 4
     host: str = "127.0.0.1"
     port: int = 8080
 
@@ -60,6 +61,8 @@ class TTSConfig:
                 "TTS_WINDOW_FIRST_FRAMES must be within 0 (windowing off) and TTS_WINDOW_MAX_FRAMES, "
                 f"got {self.window_first_frames} and {self.window_max_frames}"
             )
+        if not 1 <= self.window_growth <= 16:
+            raise ValueError(f"TTS_WINDOW_GROWTH must be within 1-16, got {self.window_growth}")
         if not 0 <= self.window_context_frames <= 50:
             raise ValueError(
                 f"TTS_WINDOW_CONTEXT_FRAMES must be within 0-50, got {self.window_context_frames}"
@@ -92,6 +95,7 @@ class TTSConfig:
             window_first_frames=_env_int("TTS_WINDOW_FIRST_FRAMES", cls.window_first_frames),
             window_max_frames=_env_int("TTS_WINDOW_MAX_FRAMES", cls.window_max_frames),
             window_context_frames=_env_int("TTS_WINDOW_CONTEXT_FRAMES", cls.window_context_frames),
+            window_growth=_env_int("TTS_WINDOW_GROWTH", cls.window_growth),
             host=env.get("TTS_HOST") or cls.host,
             port=_env_int("TTS_PORT", cls.port),
         )

@@ -19,16 +19,12 @@ import numpy as np
 import onnxruntime as ort
 
 from tts.assets import load_assets
-from tts.config import SAMPLE_RATE, TTSConfig
-from tts.graph_split import ASR, F0, HARMONICS, PHASE, STYLE, N, split_model
+from tts.config import TTSConfig
+from tts.graph_split import ASR, F0, PHASE, STYLE, N, split_model
 from tts.synthesis import RunFlag, SpeechEngine, SynthesisCancelled, style_row
-from tts.windows import WindowedDecode, WindowPlan
+from tts.windows import HARMONICS, SAMPLES_PER_FRAME, WindowedDecode, WindowPlan, phase_before, source_phase
 
 log = logging.getLogger("tts.engine")
-
-SAMPLES_PER_FRAME = 600  # decoder upsampling x300 of the F0 rate, which is twice the frame rate
-_SOURCE_UPSAMPLE = 300
-_HARMONIC_NUMBERS = np.arange(1, HARMONICS + 1, dtype=np.float32)
 
 
 def _providers(choice: str) -> list[str]:
@@ -62,13 +58,6 @@ class Features:
         return self.asr.shape[2]
 
 
-def _source_phase(f0: np.ndarray) -> np.ndarray:
-    """The harmonic source's cumulative phase as the graph computes it: per F0 step, frac(h * F0 / sr)."""
-    steps = f0.reshape(-1, 1) * _HARMONIC_NUMBERS / np.float32(SAMPLE_RATE)
-    steps = (steps - np.floor(steps)).astype(np.float64)
-    return np.concatenate([np.zeros((1, HARMONICS)), np.cumsum(steps, axis=0)])
-
-
 class KokoroEngine(SpeechEngine):
     name = "onnx"
 
@@ -87,9 +76,7 @@ class KokoroEngine(SpeechEngine):
         self._decoder = ort.InferenceSession(
             str(split.decoder_path), sess_options=options, providers=providers
         )
-        self.window_plan = WindowPlan(
-            config.window_first_frames, config.window_max_frames, config.window_context_frames
-        )
+        self.window_plan = WindowPlan.from_config(config)
         self.model_path = assets.model_path
         self.voices = assets.voices
         self.load_seconds = time.perf_counter() - started
@@ -123,20 +110,19 @@ class KokoroEngine(SpeechEngine):
             "speed": np.array([speed], dtype=np.float32),
         }
         asr, f0, energy = self._run(self._text, feeds, run_flag)
-        return Features(asr, f0, energy, style, _source_phase(f0))
+        return Features(asr, f0, energy, style, source_phase(f0))
 
     def decode(
         self, features: Features, start: int, stop: int, run_flag: RunFlag | None = None
     ) -> np.ndarray:
         """Audio of frames [start, stop), decoded from those frames alone, the harmonic source's phase
         carried over from the frames before `start`."""
-        turns = features.source_phase[2 * start] * _SOURCE_UPSAMPLE
         feeds = {
             ASR: features.asr[:, :, start:stop],
             F0: features.f0[:, 2 * start : 2 * stop],
             N: features.energy[:, 2 * start : 2 * stop],
             STYLE: features.style,
-            PHASE: ((turns - np.floor(turns)) / _SOURCE_UPSAMPLE).astype(np.float32).reshape(1, 1, HARMONICS),
+            PHASE: phase_before(features.source_phase, start).reshape(1, 1, HARMONICS),
         }
         (audio,) = self._run(self._decoder, feeds, run_flag)
         return audio.reshape(-1)

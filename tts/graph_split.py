@@ -28,12 +28,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from tts.windows import HARMONICS
+
 ASR = "/encoder/MatMul_1_output_0"
 F0 = "/encoder/Reshape_output_0"
 N = "/encoder/Reshape_1_output_0"
 STYLE = "style"
 PHASE = "phase"
-HARMONICS = 9
 _CUMSUM = "/decoder/decoder/generator/m_source/l_sin_gen/CumSum_output_0"
 SPLIT_VERSION = 1
 

@@ -6,8 +6,12 @@ Weights: hexgrad's layout (`config.json`, `kokoro-v1_0.pth`, `voices/*.pt`) from
 
 Two stages per segment, as in `KModel.forward_with_tokens`: the text side (ALBERT, the prosody
 predictor's durations, the alignment, F0 and noise curves, the text encoder) gives features aligned to
-output frames; the decoder turns them into audio. The shape is there so that the decoder can later run
-over windows of frames, as the ONNX engine's streaming does.
+output frames; the decoder turns them into audio, window by window as the ONNX engine does
+(`tts/windows.py`). For that, the harmonic source's sine generator (kokoro's `SineGen._f02sine`) is
+replaced by the same computation started from a given phase: the phase accumulated over the frames
+before the window. (kokoro adds a random initial phase to the overtones before downsampling the
+per-sample phase steps to the F0 rate, where it never survives, so whole-segment audio is unchanged.)
+The generator's other randomness, Gaussian noise per sample, is white, so windows need no care for it.
 
 Cancel: `run_flag.terminate = True` from another thread stops a running forward pass at the next module
 call (a pre-hook on every submodule checks the flag of the pass running in that thread), so a barge-in
@@ -27,11 +31,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from tts.assets import AssetError
 from tts.config import TTSConfig
 from tts.kmodel import CONFIG_FILE, is_kmodel_dir, load_kmodel, load_voices
 from tts.synthesis import CancelFlag, RunFlag, SpeechEngine, SynthesisCancelled, style_row
+from tts.windows import SAMPLES_PER_FRAME, WindowedDecode, WindowPlan, phase_before, source_phase
 
 log = logging.getLogger("tts.torch_engine")
 
@@ -79,6 +85,7 @@ class AlignedFeatures:
     noise: torch.Tensor  # [1, 2 * frames] energy curve
     timbre: torch.Tensor  # [1, 128] the decoder half of the style vector
     durations: torch.Tensor  # [tokens + 2] frames per token
+    source_phase: np.ndarray  # [2 * frames + 1, 9]: the harmonic source's phase before each F0 step
 
     @property
     def frames(self) -> int:
@@ -99,7 +106,10 @@ class TorchEngine(SpeechEngine):
         self.voices = load_voices(directory)
         super().__init__(self.model.vocab)
         self.model_dir = directory
+        self.window_plan = WindowPlan.from_config(config)
         self._running = threading.local()
+        sine_gen = self.model.decoder.generator.m_source.l_sin_gen
+        sine_gen._f02sine = _phase_carrying_f02sine(sine_gen, self._running)
         for module in self.model.modules():
             if module is not self.model:
                 module.register_forward_pre_hook(self._check_cancel)
@@ -153,20 +163,80 @@ class TorchEngine(SpeechEngine):
         alignment = alignment.unsqueeze(0)
         f0, noise = model.predictor.F0Ntrain(d.transpose(-1, -2) @ alignment, prosody)
         asr = model.text_encoder(input_ids, lengths, text_mask) @ alignment
-        return AlignedFeatures(asr=asr, f0=f0, noise=noise, timbre=style[:, :128], durations=durations)
+        return AlignedFeatures(
+            asr=asr,
+            f0=f0,
+            noise=noise,
+            timbre=style[:, :128],
+            durations=durations,
+            source_phase=source_phase(f0.float().cpu().numpy()),
+        )
+
+    def features(
+        self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None
+    ) -> AlignedFeatures:
+        """The text side for one segment."""
+        style = torch.from_numpy(style_row(self.voices[voice], len(tokens))).to(self._device)
+        self._running.flag = run_flag
+        try:
+            return self.text_side(tokens, style, speed)
+        finally:
+            self._running.flag = None
 
     @torch.inference_mode()
-    def decode(self, features: AlignedFeatures) -> np.ndarray:
-        """Frame-aligned features -> float32 audio at 24 kHz (hexgrad's forward, part 2)."""
-        audio = self.model.decoder(features.asr, features.f0, features.noise, features.timbre)
+    def decode(
+        self,
+        features: AlignedFeatures,
+        start: int = 0,
+        stop: int | None = None,
+        run_flag: RunFlag | None = None,
+    ) -> np.ndarray:
+        """Audio of frames [start, stop) (default: all), decoded from those frames alone, the harmonic
+        source's phase carried over from the frames before `start` (hexgrad's forward, part 2)."""
+        stop = features.frames if stop is None else stop
+        self._running.flag = run_flag
+        self._running.phase = torch.from_numpy(phase_before(features.source_phase, start)).to(self._device)
+        try:
+            audio = self.model.decoder(
+                features.asr[:, :, start:stop],
+                features.f0[:, 2 * start : 2 * stop],
+                features.noise[:, 2 * start : 2 * stop],
+                features.timbre,
+            )
+        finally:
+            self._running.flag = self._running.phase = None
         return audio.squeeze().float().cpu().numpy()
+
+    def windowed(
+        self, features: AlignedFeatures, run_flag: RunFlag | None = None, plan: WindowPlan | None = None
+    ) -> WindowedDecode:
+        """The segment's audio, window by window (`plan` defaults to the configured one)."""
+        return WindowedDecode(
+            lambda start, stop: self.decode(features, start, stop, run_flag),
+            features.frames,
+            SAMPLES_PER_FRAME,
+            plan or self.window_plan,
+        )
 
     def synthesize(
         self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None
     ) -> np.ndarray:
-        style = torch.from_numpy(style_row(self.voices[voice], len(tokens))).to(self._device)
-        self._running.flag = run_flag
-        try:
-            return self.decode(self.text_side(tokens, style, speed))
-        finally:
-            self._running.flag = None
+        return self.decode(self.features(tokens, voice, speed, run_flag), run_flag=run_flag)
+
+
+def _phase_carrying_f02sine(sine_gen: torch.nn.Module, running: threading.local):
+    """kokoro's `SineGen._f02sine` (its non-pulse branch), with `running.phase` ([9], turns / 300) added
+    to the cumulative phase: where the frames before this window left the source."""
+
+    def f02sine(f0_values: torch.Tensor) -> torch.Tensor:
+        scale = sine_gen.upsample_scale
+        steps = (f0_values / sine_gen.sampling_rate) % 1
+        steps = F.interpolate(steps.transpose(1, 2), scale_factor=1 / scale, mode="linear").transpose(1, 2)
+        phase = torch.cumsum(steps, dim=1)
+        start = getattr(running, "phase", None)
+        if start is not None:
+            phase = phase + start
+        phase = F.interpolate(phase.transpose(1, 2) * scale * 2 * torch.pi, scale_factor=scale, mode="linear")
+        return torch.sin(phase.transpose(1, 2))
+
+    return f02sine

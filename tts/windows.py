@@ -14,6 +14,11 @@ The plan: the first window is small (fast first audio), each next one is `growth
 enough that the gap after the first one stays small). A remainder shorter than half a window joins the
 last window. Any engine that offers `decode(features, start, stop) -> audio` for frames [start, stop)
 can be driven by `WindowedDecode`.
+
+The harmonic source (a sine generator driven by F0: the fundamental and 8 overtones) integrates F0 with a
+cumulative sum that starts at zero at the first frame a decoder call is given. `source_phase` is that sum
+over the whole segment, computed as the decoder computes it; `phase_before(source_phase, frame)` is what
+a window starting at `frame` must add to its own sum so that the source runs on without a jump.
 """
 
 from __future__ import annotations
@@ -24,7 +29,28 @@ from typing import Protocol
 
 import numpy as np
 
+from tts.config import SAMPLE_RATE, TTSConfig
+
 CROSSFADE_SAMPLES = 240  # 10 ms at 24 kHz, taken from the previous window's right context
+HARMONICS = 9  # the harmonic source: the fundamental and 8 overtones
+SOURCE_UPSAMPLE = 300  # audio samples per F0 step
+SAMPLES_PER_FRAME = 2 * SOURCE_UPSAMPLE  # two F0 steps per aligned frame
+_HARMONIC_NUMBERS = np.arange(1, HARMONICS + 1, dtype=np.float32)
+
+
+def source_phase(f0: np.ndarray) -> np.ndarray:
+    """[F0 steps + 1, HARMONICS] float64: the harmonic source's cumulative phase (in turns / 300) before
+    each F0 step, as the decoder computes it: per step, frac(h * F0 / sample rate)."""
+    steps = np.asarray(f0, dtype=np.float32).reshape(-1, 1) * _HARMONIC_NUMBERS / np.float32(SAMPLE_RATE)
+    steps = (steps - np.floor(steps)).astype(np.float64)
+    return np.concatenate([np.zeros((1, HARMONICS)), np.cumsum(steps, axis=0)])
+
+
+def phase_before(phase: np.ndarray, frame: int) -> np.ndarray:
+    """float32 [HARMONICS]: what a window starting at `frame` adds to its source's cumulative sum (the
+    whole turns dropped, so float32 keeps its precision however long the segment)."""
+    turns = phase[2 * frame] * SOURCE_UPSAMPLE
+    return ((turns - np.floor(turns)) / SOURCE_UPSAMPLE).astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -41,6 +67,15 @@ class WindowPlan:
             raise ValueError("the largest window must be at least the first window")
         if self.growth < 1:
             raise ValueError("windows must not shrink (growth >= 1)")
+
+    @classmethod
+    def from_config(cls, config: TTSConfig) -> WindowPlan:
+        return cls(
+            config.window_first_frames,
+            config.window_max_frames,
+            config.window_context_frames,
+            config.window_growth,
+        )
 
     def windows(self, frames: int) -> list[tuple[int, int]]:
         """Output frame ranges [start, stop) covering `frames`; one range when windowing is off."""

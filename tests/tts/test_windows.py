@@ -16,9 +16,8 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from tts.engine import SAMPLES_PER_FRAME
 from tts.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
-from tts.windows import WindowPlan
+from tts.windows import SAMPLES_PER_FRAME, WindowPlan
 
 SENTENCE = "It shipped yesterday from our Denver warehouse and should arrive on Thursday."
 SENTENCES = [
@@ -34,8 +33,8 @@ def test_the_plan_covers_every_frame_once_starting_small_and_growing():
     windows = plan.windows(400)
     assert windows[0] == (0, 10)
     assert [b - a for a, b in windows][:4] == [10, 20, 40, 80]
-    assert [b - a for a, b in WindowPlan(12, 240, 8).windows(315)] == [12, 48, 255], (
-        "by default each window is four times the last; a short remainder joins the last window"
+    assert [b - a for a, b in WindowPlan(12, 120, 8).windows(315)] == [12, 48, 120, 135], (
+        "by default each window is four times the last up to the largest; a short remainder joins the last"
     )
     assert all(b == a2 for (_, b), (a2, _) in itertools.pairwise(windows))
     assert windows[-1][1] == 400 and max(b - a for a, b in windows) < 80 + 40

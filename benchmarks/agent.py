@@ -155,7 +155,7 @@ def plot(result: dict[str, Any]) -> report.Figure:
     ms_ax.set_title(
         f"paced script model: {FIRST_TOKEN_MS} ms to first token, {TOKENS_PER_S:g} tokens/s", fontsize=9
     )
-    ms_ax.legend(fontsize=8, loc="lower right")
+    ms_ax.legend(fontsize=8, loc="upper right")
     return fig
 
 

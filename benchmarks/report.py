@@ -23,6 +23,7 @@ from tqdm import tqdm
 OURS = "#0a84ff"
 ARTICLE = "#8e8e93"
 SECOND = "#ff9f0a"
+TARGET = "#d70015"
 
 
 def machine() -> dict[str, Any]:
@@ -65,10 +66,10 @@ def figure(title: str, columns: int = 1, width: float = 6.5) -> tuple[Figure, li
     return fig, list(axes[0])
 
 
-def reference_line(ax: Axes, value: float, label: str, horizontal: bool = True) -> None:
-    """A published figure drawn beside our measurement (dashed grey)."""
+def reference_line(ax: Axes, value: float, label: str, horizontal: bool = True, color: str = ARTICLE) -> None:
+    """A published figure (dashed grey) or a target (another `color`) drawn beside our measurement."""
     draw = ax.axhline if horizontal else ax.axvline
-    draw(value, color=ARTICLE, linestyle="--", linewidth=1.2, label=label)
+    draw(value, color=color, linestyle="--", linewidth=1.2, label=label)
 
 
 def label_bars(ax: Axes, bars: Any, fmt: str = "{:.0f}") -> None:
@@ -90,6 +91,13 @@ def write(out: Path, study: str, result: dict[str, Any], fig: Figure, quick: boo
     out.mkdir(parents=True, exist_ok=True)
     report = {"study": study, "quick": quick, "machine": machine(), **result}
     (out / f"{study}.json").write_text(json.dumps(report, indent=2) + "\n")
+    save_figure(out, study, fig, quick)
+    print(f"wrote {out / f'{study}.json'} and {out / f'{study}.png'}")
+    return report
+
+
+def save_figure(out: Path, study: str, fig: Figure, quick: bool) -> None:
+    """`out/<study>.png`, footed with the run's mode and machine."""
     fig.text(
         0.99,
         0.01,
@@ -102,5 +110,3 @@ def write(out: Path, study: str, result: dict[str, Any], fig: Figure, quick: boo
     fig.tight_layout()
     fig.savefig(out / f"{study}.png", dpi=110)
     plt.close(fig)
-    print(f"wrote {out / f'{study}.json'} and {out / f'{study}.png'}")
-    return report

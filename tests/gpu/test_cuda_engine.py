@@ -6,10 +6,11 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from tests.support.audio import FRAME, log_mel_distance
 from tts.config import TTSConfig
+from tts.fidelity import mel_distance
 from tts.synthesis import style_row
 from tts.torch_engine import TorchEngine
+from tts.windows import SAMPLES_PER_FRAME
 
 pytestmark = [
     pytest.mark.gpu,
@@ -73,8 +74,9 @@ def test_gpu_audio_matches_cpu_audio(gpu_engine, torch_model_dir, tokens):
     cpu_engine = TorchEngine(TTSConfig(model_dir=torch_model_dir, engine="torch", provider="cpu"))
     on_gpu = gpu_engine.synthesize(tokens, VOICE, 1.0)
     on_cpu = cpu_engine.synthesize(tokens, VOICE, 1.0)
-    assert abs(len(on_gpu) - len(on_cpu)) <= 2 * FRAME, "durations differ by more than two frames"
-    distance = log_mel_distance(on_gpu, on_cpu)
-    print(f"\nGPU vs CPU log-mel L1 {distance:.3f}")
-    assert distance < 0.5, distance
+    assert abs(len(on_gpu) - len(on_cpu)) <= 2 * SAMPLES_PER_FRAME, "durations differ by more than two frames"
+    distance = mel_distance(on_gpu, on_cpu)
+    print(f"\nGPU vs CPU log-mel distance {distance:.3f}")
+    # two CPU renders differ by 0.02-0.03 (the generator's noise); the ONNX and torch engines by 0.47
+    assert distance < 0.3, distance
     assert np.isfinite(on_gpu).all() and np.abs(on_gpu).max() > 0.05

@@ -2,8 +2,8 @@
 `kokoro.KModel`), and its equivalence with the ONNX engine it was rebuilt from.
 
 Equivalence is judged by durations, a log-mel distance and Whisper's word error rate, not by waveform
-correlation: the generator's harmonic source has a random initial phase and additive noise (in both
-engines), so two runs of the SAME engine do not correlate sample by sample either.
+correlation: the torch generator adds Gaussian noise to its harmonic source on every run (the ONNX
+export has none), so two runs of the torch engine do not match sample by sample either.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import pytest
 import torch
 
 from tests.support.asr import transcribe, word_error_rate
-from tests.support.audio import FRAME, log_mel_distance
 from tts.assets import AssetError, pypi_model
 from tts.config import TTSConfig
 from tts.encoders import float_to_pcm16
@@ -115,22 +114,23 @@ def test_torch_and_onnx_engines_agree(torch_engine, engine, record_property):
         assert torch_engine.segments(text, "en-us") == [tokens]
         onnx_audio = engine.synthesize(tokens, VOICE, 1.0)
         torch_audio = torch_engine.synthesize(tokens, VOICE, 1.0)
-        frames = len(onnx_audio) / FRAME, len(torch_audio) / FRAME
+        frames = len(onnx_audio) / SAMPLES_PER_FRAME, len(torch_audio) / SAMPLES_PER_FRAME
         assert abs(frames[0] - frames[1]) <= max(2, 0.03 * frames[0]), frames
-        distances.append(log_mel_distance(onnx_audio, torch_audio))
+        distances.append(mel_distance(onnx_audio, torch_audio))
         loudness.append(float(np.sqrt((torch_audio**2).mean() / (onnx_audio**2).mean())))
         heard["onnx"].append(transcribe(float_to_pcm16(onnx_audio)))
         heard["torch"].append(transcribe(float_to_pcm16(torch_audio)))
     wer = {name: word_error_rate(reference, " ".join(parts)) for name, parts in heard.items()}
-    record_property("log_mel_l1", distances)
+    record_property("log_mel_distance", distances)
     record_property("wer", wer)
     record_property("rms_torch_over_onnx", loudness)
     print(
-        f"\nlog-mel L1 distance per sentence {[round(d, 3) for d in distances]}; WER {wer}; "
+        f"\nlog-mel distance per sentence {[round(d, 3) for d in distances]}; WER {wer}; "
         f"RMS torch/onnx {[round(r, 3) for r in loudness]}"
     )
     assert wer["torch"] <= wer["onnx"] + 0.05, heard
-    assert max(distances) < 1.5, distances
+    # measured 0.46-0.47 (two torch renders of the same tokens differ by 0.02-0.03: the generator's noise)
+    assert max(distances) < 0.9, distances
     assert all(0.55 < r < 0.8 for r in loudness), f"expected about 1/1.5 (the export's iSTFT), {loudness}"
 
 

@@ -14,11 +14,8 @@ Times are taken where a client sees the events (`agent.demo`). The article: bidi
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -28,7 +25,7 @@ from agent.demo import DEFAULT_PROMPT, MODES, compare, run_once
 from benchmarks import report
 from benchmarks.stats import summarize
 from emulator.config import EmulatorConfig
-from local_stack import local_stack
+from local_stack import exported, local_stack
 
 ARTICLE = {"ratio": 2.4, "ratio_with_latency": 3.5}
 LATENCY_MS, JITTER_MS = 25.0, 5.0
@@ -45,24 +42,10 @@ class Condition(NamedTuple):
     tts_env: dict[str, str] | None = None  # for the TTS replica, which inherits the emulator's environment
 
 
-@contextlib.contextmanager
-def _environment(overrides: dict[str, str] | None) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in overrides or {}}
-    os.environ.update(overrides or {})
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def run_condition(condition: Condition, runs: int) -> dict[str, Any]:
     name = condition.name
     with (
-        _environment(condition.tts_env),
+        exported(condition.tts_env or {}),
         local_stack(condition.emulator, agent_env=condition.agent_env) as stack,
     ):
         run_once(stack.agent_url, "bidi", DEFAULT_PROMPT, None, None)  # warm-up: connections, lazy imports

@@ -22,7 +22,7 @@ from tts.assets import load_assets
 from tts.config import TTSConfig
 from tts.graph_split import ASR, F0, PHASE, STYLE, N, split_model
 from tts.synthesis import RunFlag, SpeechEngine, SynthesisCancelled, style_row
-from tts.windows import HARMONICS, SAMPLES_PER_FRAME, WindowedDecode, WindowPlan, phase_before, source_phase
+from tts.windows import HARMONICS, WindowPlan, phase_before, source_phase
 
 log = logging.getLogger("tts.engine")
 
@@ -113,10 +113,9 @@ class KokoroEngine(SpeechEngine):
         return Features(asr, f0, energy, style, source_phase(f0))
 
     def decode(
-        self, features: Features, start: int, stop: int, run_flag: RunFlag | None = None
+        self, features: Features, start: int = 0, stop: int | None = None, run_flag: RunFlag | None = None
     ) -> np.ndarray:
-        """Audio of frames [start, stop), decoded from those frames alone, the harmonic source's phase
-        carried over from the frames before `start`."""
+        stop = features.frames if stop is None else stop
         feeds = {
             ASR: features.asr[:, :, start:stop],
             F0: features.f0[:, 2 * start : 2 * stop],
@@ -126,25 +125,6 @@ class KokoroEngine(SpeechEngine):
         }
         (audio,) = self._run(self._decoder, feeds, run_flag)
         return audio.reshape(-1)
-
-    def windowed(
-        self, features: Features, run_flag: RunFlag | None = None, plan: WindowPlan | None = None
-    ) -> WindowedDecode:
-        """The segment's audio, window by window (`plan` defaults to the configured one)."""
-        return WindowedDecode(
-            lambda start, stop: self.decode(features, start, stop, run_flag),
-            features.frames,
-            SAMPLES_PER_FRAME,
-            plan or self.window_plan,
-        )
-
-    def synthesize(
-        self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None
-    ) -> np.ndarray:
-        """Whole-segment synthesis: the text side, then the decoder over every frame at once.
-        `run_flag.terminate = True` from another thread cancels it."""
-        features = self.features(tokens, voice, speed, run_flag)
-        return self.decode(features, 0, features.frames, run_flag)
 
     @staticmethod
     def _run(session: ort.InferenceSession, feeds: dict, run_flag: RunFlag | None) -> list:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from tts.encoders import float_to_pcm16
 from tts.protocol import Synthesize
 from tts.synthesis import CancelFlag, RunFlag, SpeechEngine, SynthesisCancelled
-from tts.windows import Windows
+from tts.windows import WindowedDecode
 
 log = logging.getLogger("tts.scheduler")
 
@@ -41,7 +41,7 @@ class Job:
     finished: bool = False
     segments: list[list[int]] | None = None
     segment_count: int = 0
-    windows: Windows | None = None
+    windows: WindowedDecode | None = None
     submitted_at: float = field(default_factory=time.perf_counter)
     run_options: RunFlag = field(default_factory=CancelFlag)
 

@@ -1,10 +1,10 @@
 """What every engine shares, and the choice between them (`TTS_ENGINE=onnx|torch|auto`).
 
 An engine turns text into phoneme-token segments (espeak-ng G2P, at most 510 tokens each, cut at clause
-boundaries) and one segment into float32 audio at 24 kHz: `features` (the text side) then `windowed`
-(the decoder, one window per call; tts/windows.py). The scheduler sees only this interface, so both
-engines get the same round-robin, cancel and segment rules. An engine that does not stream inside a
-segment keeps the defaults below: one window, the whole forward pass.
+boundaries) and one segment into float32 audio at 24 kHz: `features` (the text side) then `decode`
+(the decoder over any run of the segment's frames), which `windowed` drives one window per call
+(tts/windows.py). The scheduler sees only this interface, so both engines get the same round-robin,
+cancel, window and segment rules.
 
 The engines (tts/engine.py: the int8 ONNX export, the local default; tts/torch_engine.py: hexgrad's
 `kokoro.KModel` on torch) and the choice between them (tts/engines.py, `TTS_ENGINE`) build on it.
@@ -25,7 +25,7 @@ import numpy as np
 
 from tts.config import MAX_PHONEME_TOKENS
 from tts.g2p import Phonemizer, split_tokens
-from tts.windows import SingleWindow, Windows
+from tts.windows import SAMPLES_PER_FRAME, WindowedDecode, WindowPlan
 
 WARMUP_TEXT = "Warming up the voice."
 
@@ -59,6 +59,7 @@ class SpeechEngine(ABC):
     name: str
     voices: dict[str, np.ndarray]
     load_seconds: float
+    window_plan: WindowPlan
 
     def __init__(self, vocab: dict[str, int]) -> None:
         self._vocab = vocab
@@ -74,19 +75,34 @@ class SpeechEngine(ABC):
         """A fresh cancel flag for one job's forward passes."""
 
     @abstractmethod
+    def features(self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None) -> Any:
+        """The text side of one segment (a few percent of the work): what the decoder needs for every
+        frame. The result has `frames`."""
+
+    @abstractmethod
+    def decode(
+        self, features: Any, start: int = 0, stop: int | None = None, run_flag: RunFlag | None = None
+    ) -> np.ndarray:
+        """Audio of frames [start, stop) (default: all), decoded from those frames alone, the harmonic
+        source's phase carried over from the frames before `start`."""
+
+    def windowed(
+        self, features: Any, run_flag: RunFlag | None = None, plan: WindowPlan | None = None
+    ) -> WindowedDecode:
+        """The segment's audio, window by window (`plan` defaults to the configured one)."""
+        return WindowedDecode(
+            lambda start, stop: self.decode(features, start, stop, run_flag),
+            features.frames,
+            SAMPLES_PER_FRAME,
+            plan or self.window_plan,
+        )
+
     def synthesize(
         self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None
     ) -> np.ndarray:
-        """One forward pass; raises SynthesisCancelled once `run_flag.terminate` is set."""
-
-    def features(self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None) -> Any:
-        """The text side of one segment: what `windowed` decodes (by default, the request itself)."""
-        return tokens, voice, speed
-
-    def windowed(self, features: Any, run_flag: RunFlag | None = None) -> Windows:
-        """The segment's audio, window by window (by default one window: the whole forward pass)."""
-        tokens, voice, speed = features
-        return SingleWindow(lambda: self.synthesize(tokens, voice, speed, run_flag))
+        """Whole-segment synthesis: the text side, then the decoder over every frame at once. Raises
+        SynthesisCancelled once `run_flag.terminate` is set from another thread."""
+        return self.decode(self.features(tokens, voice, speed, run_flag), run_flag=run_flag)
 
     def segments(self, text: str, lang: str) -> list[list[int]]:
         """Phonemize and split into token lists of at most 510 tokens, cut at clause boundaries."""

@@ -37,7 +37,7 @@ from tts.assets import AssetError
 from tts.config import TTSConfig
 from tts.kmodel import CONFIG_FILE, is_kmodel_dir, load_kmodel, load_voices
 from tts.synthesis import CancelFlag, RunFlag, SpeechEngine, SynthesisCancelled, style_row
-from tts.windows import SAMPLES_PER_FRAME, WindowedDecode, WindowPlan, phase_before, source_phase
+from tts.windows import WindowPlan, phase_before, source_phase
 
 log = logging.getLogger("tts.torch_engine")
 
@@ -206,22 +206,6 @@ class TorchEngine(SpeechEngine):
         finally:
             self._running.flag = self._running.phase = None
         return audio.squeeze().float().cpu().numpy()
-
-    def windowed(
-        self, features: AlignedFeatures, run_flag: RunFlag | None = None, plan: WindowPlan | None = None
-    ) -> WindowedDecode:
-        """The segment's audio, window by window (`plan` defaults to the configured one)."""
-        return WindowedDecode(
-            lambda start, stop: self.decode(features, start, stop, run_flag),
-            features.frames,
-            SAMPLES_PER_FRAME,
-            plan or self.window_plan,
-        )
-
-    def synthesize(
-        self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None
-    ) -> np.ndarray:
-        return self.decode(self.features(tokens, voice, speed, run_flag), run_flag=run_flag)
 
 
 def _phase_carrying_f02sine(sine_gen: torch.nn.Module, running: threading.local):

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
@@ -131,28 +130,3 @@ class WindowedDecode:
             )
         self._tail = audio[end : end + len(self._fade_in)] if self._pending else None
         return piece
-
-
-class Windows(Protocol):
-    """A segment's audio, one window per call (the scheduler's unit of round-robin)."""
-
-    @property
-    def done(self) -> bool: ...
-
-    def next(self) -> np.ndarray: ...
-
-
-class SingleWindow:
-    """A segment decoded in one forward pass, for an engine that does not stream inside a segment."""
-
-    def __init__(self, decode: Callable[[], np.ndarray]) -> None:
-        self._decode: Callable[[], np.ndarray] | None = decode
-
-    @property
-    def done(self) -> bool:
-        return self._decode is None
-
-    def next(self) -> np.ndarray:
-        decode, self._decode = self._decode, None
-        assert decode is not None, "the segment was already decoded"
-        return decode()

@@ -80,21 +80,18 @@ def classic_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
 
     @bp.post("/endpoints/<name>/invocations")
     async def invoke(name: str) -> Response:
-        try:
-            body, route, headers = await prepare(name)
-        except AwsError as err:
-            return rest_json_error(err)
+        body, route, headers = await prepare(name)  # an AwsError is answered by render_errors
         lease = route.lease()
         try:
             upstream = await http.post(
                 url(route), content=body, headers=headers, timeout=config.invoke_timeout_s
             )
         except httpx.HTTPError as exc:
-            return rest_json_error(unreachable(route, exc))
+            raise unreachable(route, exc) from exc
         finally:
             lease.release()
         if not 200 <= upstream.status_code < 300:
-            return rest_json_error(model_error(config, route, upstream.status_code, upstream.text))
+            raise model_error(config, route, upstream.status_code, upstream.text)
         await Delay(config.latency_out_ms, config.jitter_out_ms).hold(time.monotonic())
         out_headers = response_headers(route, upstream)
         return Response(
@@ -106,10 +103,7 @@ def classic_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
 
     @bp.post("/endpoints/<name>/invocations-response-stream")
     async def invoke_stream(name: str) -> Response:
-        try:
-            body, route, headers = await prepare(name)
-        except AwsError as err:
-            return rest_json_error(err)
+        body, route, headers = await prepare(name)  # an AwsError is answered by render_errors
         lease = route.lease()
         try:
             upstream = await http.send(
@@ -122,9 +116,12 @@ def classic_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
                 text = (await upstream.aread()).decode(errors="replace")
                 await upstream.aclose()
                 raise model_error(config, route, upstream.status_code, text)
-        except (httpx.HTTPError, AwsError) as exc:
+        except AwsError:
             lease.release()
-            return rest_json_error(unreachable(route, exc) if isinstance(exc, httpx.HTTPError) else exc)
+            raise
+        except httpx.HTTPError as exc:
+            lease.release()
+            raise unreachable(route, exc) from exc
 
         rechunker = Rechunker(config.rechunk, config.rechunk_seed)
         delay = Delay(config.latency_out_ms, config.jitter_out_ms)

@@ -63,10 +63,15 @@ SENTENCES_BY_WORDS = {
 }
 
 
+class Served(NamedTuple):
+    url: str  # the WebSocket
+    ready_s: float  # from start to ready (model load + warm-up)
+    plan: WindowPlan  # the engine's window plan, lanes resolved
+
+
 @contextlib.contextmanager
-def _serving(config: TTSConfig) -> Iterator[tuple[str, float]]:
-    """The container's app on a free loopback port in a thread; yields its WebSocket URL and the
-    seconds from start to ready (model load + warm-up)."""
+def _serving(config: TTSConfig) -> Iterator[Served]:
+    """The container's app on a free loopback port in a thread."""
     app = create_app(config)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -80,9 +85,10 @@ def _serving(config: TTSConfig) -> Iterator[tuple[str, float]]:
             raise RuntimeError(f"tts server did not become ready: {host.load_error}")
         time.sleep(0.01)
     try:
-        yield (
+        yield Served(
             f"ws://127.0.0.1:{sock.getsockname()[1]}/invocations-bidirectional-stream",
             time.perf_counter() - started,
+            host.engine.window_plan,
         )
     finally:
         server.should_exit = True
@@ -195,7 +201,7 @@ async def _concurrent(url: str, sessions: int, requests: int) -> dict[str, objec
 
 def measure_sessions(config: TTSConfig, counts: list[int], requests: int = 3) -> list[dict[str, object]]:
     """The container on loopback: a 10-word sentence, `requests` times per session, `n` sessions at once."""
-    with _serving(config) as (url, _):
+    with _serving(config) as (url, *_):
         single = [asyncio.run(_first_audio(url, TEN_WORDS))[0] for _ in range(3)]
         rows = [asyncio.run(_concurrent(url, n, requests)) for n in counts]
     rows[0]["server_first_audio_10_words_s"] = _summary(single)
@@ -203,7 +209,7 @@ def measure_sessions(config: TTSConfig, counts: list[int], requests: int = 3) ->
 
 
 def _measure_server(trials: int) -> dict[str, object]:
-    with _serving(TTSConfig.from_env()) as (url, ready_s):
+    with _serving(TTSConfig.from_env()) as (url, ready_s, _):
         first, whole = [], []
         for _ in range(trials):
             first.append(asyncio.run(_first_audio(url, FIRST_SENTENCE)))
@@ -235,17 +241,24 @@ def _pcm_to_float(pcm: bytes) -> np.ndarray:
 
 
 def measure_streaming(trials: int) -> dict[str, object]:
-    """Streamed vs whole-segment decoding, side by side, alternating, through the WebSocket."""
-    streamed_config = TTSConfig.from_env()
-    whole_config = replace(streamed_config, window_first_frames=0)
-    plan = WindowPlan.from_config(streamed_config)
-    result: dict[str, object] = {"window_plan": plan.__dict__}
-    with _serving(streamed_config) as (streamed_url, _), _serving(whole_config) as (whole_url, _):
+    """Streamed (the configured plan), streamed on one lane, and whole-segment decoding, side by side,
+    alternating, through the WebSocket."""
+    config = TTSConfig.from_env()
+    configs = {
+        "streamed": config,
+        "one_lane": replace(config, window_lanes=1),
+        "whole": replace(config, window_first_frames=0),
+    }
+    result: dict[str, object] = {}
+    with contextlib.ExitStack() as stack:
+        served = {mode: stack.enter_context(_serving(c)) for mode, c in configs.items()}
+        plan = served["streamed"].plan
+        result["window_plan"] = plan.__dict__
         for words, text in SENTENCES_BY_WORDS.items():
-            runs: dict[str, list[TimedAudio]] = {"streamed": [], "whole": []}
+            runs: dict[str, list[TimedAudio]] = {mode: [] for mode in served}
             for _ in range(trials):
-                runs["streamed"].append(asyncio.run(timed_audio(streamed_url, text)))
-                runs["whole"].append(asyncio.run(timed_audio(whole_url, text)))
+                for mode, server in served.items():
+                    runs[mode].append(asyncio.run(timed_audio(server.url, text)))
             streamed_audio = _pcm_to_float(runs["streamed"][-1].pcm)
             whole_audio = _pcm_to_float(runs["whole"][-1].pcm)
             frames = len(whole_audio) // SAMPLES_PER_FRAME
@@ -266,14 +279,18 @@ def measure_streaming(trials: int) -> dict[str, object]:
                 entry[f"{mode}_first_over_complete"] = round(
                     statistics.median(t.first_s / t.complete_s for t in values), 3
                 )
-            entry["complete_streamed_over_whole"] = round(
-                statistics.median(
-                    s.complete_s / w.complete_s for s, w in zip(runs["streamed"], runs["whole"], strict=True)
-                ),
-                3,
-            )
+            complete = {mode: [t.complete_s for t in values] for mode, values in runs.items()}
+            for baseline in ("whole", "one_lane"):
+                entry[f"complete_streamed_over_{baseline}"] = _median_ratio(
+                    complete["streamed"], complete[baseline]
+                )
             result[f"{words}_words"] = entry
     return result
+
+
+def _median_ratio(ours: list[float], theirs: list[float]) -> float:
+    """The median of trial-by-trial ratios (trials alternate, so each pair shares the machine's noise)."""
+    return round(statistics.median(o / t for o, t in zip(ours, theirs, strict=True)), 3)
 
 
 def measure_peer(trials: int) -> dict[str, object]:
@@ -297,17 +314,21 @@ def measure_peer(trials: int) -> dict[str, object]:
 
         asyncio.run(peer_run(FIRST_SENTENCE))
         result: dict[str, object] = {}
-        with _serving(config) as (url, _):
+        one_lane = replace(config, window_lanes=1)
+        with _serving(config) as ours, _serving(one_lane) as ours_one_lane:
             for name, text in (("20_words", SENTENCES_BY_WORDS[20]), ("answer", ANSWER)):
-                ours, theirs = [], []
+                runs: dict[str, list[float]] = {"ours": [], "ours_one_lane": [], "kokoro_onnx": []}
                 for _ in range(trials):
-                    ours.append(asyncio.run(_first_audio(url, text))[1])
-                    theirs.append(asyncio.run(peer_run(text)))
+                    runs["ours"].append(asyncio.run(timed_audio(ours.url, text)).complete_s)
+                    runs["ours_one_lane"].append(asyncio.run(timed_audio(ours_one_lane.url, text)).complete_s)
+                    runs["kokoro_onnx"].append(asyncio.run(peer_run(text)))
                 result[name] = {
-                    "ours_complete_s": _summary(ours),
-                    "kokoro_onnx_s": _summary(theirs),
-                    "ours_over_kokoro_onnx": round(
-                        statistics.median(o / t for o, t in zip(ours, theirs, strict=True)), 3
+                    "ours_complete_s": _summary(runs["ours"]),
+                    "ours_one_lane_complete_s": _summary(runs["ours_one_lane"]),
+                    "kokoro_onnx_s": _summary(runs["kokoro_onnx"]),
+                    "ours_over_kokoro_onnx": _median_ratio(runs["ours"], runs["kokoro_onnx"]),
+                    "ours_one_lane_over_kokoro_onnx": _median_ratio(
+                        runs["ours_one_lane"], runs["kokoro_onnx"]
                     ),
                 }
     return result
@@ -378,17 +399,20 @@ def print_streaming(streaming: dict) -> None:
     for key, entry in streaming.items():
         if not key.endswith("_words"):
             continue
+
+        def median(mode: str, measure: str, entry: dict = entry) -> float:
+            return entry[f"{mode}_{measure}_s"]["median"]
+
         print(
-            f"{key:>9}: first audio streamed {entry['streamed_first_audio_s']['median']:.3f} s vs whole "
-            f"{entry['whole_first_audio_s']['median']:.3f} s; "
-            f"complete {entry['streamed_complete_s']['median']:.2f} vs "
-            f"{entry['whole_complete_s']['median']:.2f} s "
-            f"(x{entry['complete_streamed_over_whole']}); "
-            f"first/complete {entry['streamed_first_over_complete']:.2f}; "
-            f"heard by {entry['streamed_heard_s']['median']:.2f} vs {entry['whole_heard_s']['median']:.2f} s "
-            f"(stalls {entry['streamed_stalls_s']['median']:.2f} s); mel {entry['mel_distance']} "
-            f"(at the seams {entry['seam_mel_distance']}), "
-            f"seam clicks {entry['seam_click_ratio']} "
+            f"{key:>9}: first audio streamed {median('streamed', 'first_audio'):.3f} s vs whole "
+            f"{median('whole', 'first_audio'):.3f} s; complete {median('streamed', 'complete'):.2f} vs "
+            f"one lane {median('one_lane', 'complete'):.2f} (x{entry['complete_streamed_over_one_lane']}) vs "
+            f"whole {median('whole', 'complete'):.2f} s (x{entry['complete_streamed_over_whole']}); "
+            f"first/complete {entry['streamed_first_over_complete']:.2f}; heard by "
+            f"{median('streamed', 'heard'):.2f} vs one lane {median('one_lane', 'heard'):.2f} vs whole "
+            f"{median('whole', 'heard'):.2f} s (stalls {median('streamed', 'stalls'):.2f} vs one lane "
+            f"{median('one_lane', 'stalls'):.2f} s); mel {entry['mel_distance']} "
+            f"(at the seams {entry['seam_mel_distance']}), seam clicks {entry['seam_click_ratio']} "
             f"(whole at the same places {entry['seam_click_ratio_whole']})"
         )
 
@@ -399,8 +423,10 @@ def print_peer(peer: dict) -> None:
         return
     for name, entry in peer.items():
         print(
-            f"{name:>9}: ours {entry['ours_complete_s']['median']:.2f} s vs kokoro-onnx "
-            f"{entry['kokoro_onnx_s']['median']:.2f} s (ratio {entry['ours_over_kokoro_onnx']})"
+            f"{name:>9}: ours {entry['ours_complete_s']['median']:.2f} s (one lane "
+            f"{entry['ours_one_lane_complete_s']['median']:.2f} s) vs kokoro-onnx "
+            f"{entry['kokoro_onnx_s']['median']:.2f} s (ratio {entry['ours_over_kokoro_onnx']}, one lane "
+            f"{entry['ours_one_lane_over_kokoro_onnx']})"
         )
 
 

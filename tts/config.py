@@ -40,6 +40,7 @@ class TTSConfig:
     window_max_frames: int = 120
     window_context_frames: int = 8
     window_growth: int = 4
+    window_lanes: int = 0
     host: str = "127.0.0.1"
     port: int = 8080
 
@@ -63,6 +64,8 @@ class TTSConfig:
             )
         if not 1 <= self.window_growth <= 16:
             raise ValueError(f"TTS_WINDOW_GROWTH must be within 1-16, got {self.window_growth}")
+        if not 0 <= self.window_lanes <= 16:
+            raise ValueError(f"TTS_WINDOW_LANES must be within 0 (auto) and 16, got {self.window_lanes}")
         if not 0 <= self.window_context_frames <= 50:
             raise ValueError(
                 f"TTS_WINDOW_CONTEXT_FRAMES must be within 0-50, got {self.window_context_frames}"
@@ -96,6 +99,7 @@ class TTSConfig:
             window_max_frames=_env_int("TTS_WINDOW_MAX_FRAMES", cls.window_max_frames),
             window_context_frames=_env_int("TTS_WINDOW_CONTEXT_FRAMES", cls.window_context_frames),
             window_growth=_env_int("TTS_WINDOW_GROWTH", cls.window_growth),
+            window_lanes=_env_int("TTS_WINDOW_LANES", cls.window_lanes),
             host=env.get("TTS_HOST") or cls.host,
             port=_env_int("TTS_PORT", cls.port),
         )

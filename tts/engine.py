@@ -5,7 +5,9 @@ audio. Phonemization, segment splitting and the style-row rule are shared with t
 Graph: `tokens` int64 [1, n+2] (wrapped in pad 0), `style` float32 [1, 256], `speed` float32 [1];
 output `audio` float32 at 24 kHz. It runs as two sessions (see `tts/graph_split.py`): the text side
 (`features`: aligned features, F0 and energy per frame) and the decoder (`decode`: any window of those
-frames, 600 samples each), so a segment's audio can be streamed window by window (`windowed`).
+frames, 600 samples each), so a segment's audio can be streamed window by window (`windowed`). On a
+CPU the decoder is loaded once more per lane, on one thread each, so that the windows of a step run
+side by side (`decode_windows`, `TTS_WINDOW_LANES`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 import logging
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
@@ -41,6 +45,21 @@ def _providers(choice: str) -> list[str]:
     return ["CPUExecutionProvider"]
 
 
+def _session(path: Path, threads: int, providers: list[str]) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    # Spinning threads steal the CPU from the event loop and the other processes of a local stack.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(str(path), sess_options=options, providers=providers)
+
+
+def _auto_lanes(threads: int, providers: list[str]) -> int:
+    """Two one-thread lanes on a CPU with two threads or more (measured on 2 cores, tts/README.md); one
+    lane on a GPU, where a window is already one wide kernel launch after another."""
+    return 2 if threads >= 2 and providers == ["CPUExecutionProvider"] else 1
+
+
 @dataclass(frozen=True)
 class Features:
     """The text side's output for one segment: what the decoder needs, for every frame."""
@@ -65,18 +84,16 @@ class KokoroEngine(SpeechEngine):
         started = time.perf_counter()
         assets = load_assets(config.model_dir, config.cache_dir)
         super().__init__(assets.vocab)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = config.threads or os.cpu_count() or 1
-        options.inter_op_num_threads = 1
-        # Spinning threads steal the CPU from the event loop and the other processes of a local stack.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        threads = config.threads or os.cpu_count() or 1
         split = split_model(assets.model_path, config.cache_dir)
         providers = _providers(config.provider)
-        self._text = ort.InferenceSession(str(split.text_path), sess_options=options, providers=providers)
-        self._decoder = ort.InferenceSession(
-            str(split.decoder_path), sess_options=options, providers=providers
-        )
-        self.window_plan = WindowPlan.from_config(config)
+        self._text = _session(split.text_path, threads, providers)
+        self._decoder = _session(split.decoder_path, threads, providers)
+        lanes = config.window_lanes or _auto_lanes(threads, providers)
+        # One one-thread decoder per lane; one lane decodes on the whole-width decoder above.
+        self._lanes = [_session(split.decoder_path, 1, providers) for _ in range(lanes if lanes > 1 else 0)]
+        self._lane_pool = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="kokoro-lane")
+        self.window_plan = WindowPlan.from_config(config, lanes)
         self.model_path = assets.model_path
         self.voices = assets.voices
         self.load_seconds = time.perf_counter() - started
@@ -115,6 +132,28 @@ class KokoroEngine(SpeechEngine):
     def decode(
         self, features: Features, start: int = 0, stop: int | None = None, run_flag: RunFlag | None = None
     ) -> np.ndarray:
+        return self._decode_on(self._decoder, features, start, stop, run_flag)
+
+    def decode_windows(
+        self, features: Features, ranges: list[tuple[int, int]], run_flag: RunFlag | None = None
+    ) -> list[np.ndarray]:
+        """Several windows side by side, one per one-thread lane; a single window on every thread."""
+        if len(ranges) == 1 or len(ranges) > len(self._lanes):
+            return super().decode_windows(features, ranges, run_flag)
+        runs = [
+            self._lane_pool.submit(self._decode_on, lane, features, start, stop, run_flag)
+            for lane, (start, stop) in zip(self._lanes, ranges, strict=False)
+        ]
+        return [run.result() for run in runs]
+
+    def _decode_on(
+        self,
+        session: ort.InferenceSession,
+        features: Features,
+        start: int,
+        stop: int | None,
+        run_flag: RunFlag | None,
+    ) -> np.ndarray:
         stop = features.frames if stop is None else stop
         feeds = {
             ASR: features.asr[:, :, start:stop],
@@ -123,7 +162,7 @@ class KokoroEngine(SpeechEngine):
             STYLE: features.style,
             PHASE: phase_before(features.source_phase, start).reshape(1, 1, HARMONICS),
         }
-        (audio,) = self._run(self._decoder, feeds, run_flag)
+        (audio,) = self._run(session, feeds, run_flag)
         return audio.reshape(-1)
 
     @staticmethod

@@ -1,14 +1,15 @@
-"""The engine scheduler: one queue of synthesis jobs per session, served round-robin, one decoder
-window at a time.
+"""The engine scheduler: one queue of synthesis jobs per session, served round-robin, one decoder step
+at a time.
 
 Why: Kokoro has no batching (variable-length durations), so a container serves one forward pass per
 worker at a time. Holding a lock for a whole session (the reference design) starves every other
 session; here a session with four queued sentences and a session with one both make progress. The unit
-of a turn is one window of a segment's frames (`tts/windows.py`; a segment's first turn also runs its
-text side), so a long sentence in one session does not hold back another session's first audio, and a
-cancel takes effect within one window. Within a session the next window starts the moment the previous
-one is done (no idle gap while the audio is being sent). A session has at most one window in flight,
-which keeps its audio in order even with several workers.
+of a turn is one step of a segment's frames (`tts/windows.py`: one window, or on a CPU a few windows
+decoded side by side; a segment's first turn also runs its text side), so a long sentence in one
+session does not hold back another session's first audio, and a cancel takes effect within one step.
+Within a session the next step starts the moment the previous one is done (no idle gap while the audio
+is being sent). A session has at most one step in flight, which keeps its audio in order even with
+several workers.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ log = logging.getLogger("tts.scheduler")
 
 @dataclass(eq=False)
 class Job:
-    """One synthesize message. Its PCM arrives on `audio`, one item per decoder window, then `None`
+    """One synthesize message. Its PCM arrives on `audio`, one item per decoder step, then `None`
     (or an exception when synthesis failed)."""
 
     owner: Hashable
@@ -81,7 +82,7 @@ class Scheduler:
         return job
 
     def cancel(self, job: Job) -> None:
-        """Drop the job's queued windows; terminate its forward pass if one is running. A job whose
+        """Drop the job's queued steps; terminate its forward pass if one is running. A job whose
         audio is all computed is only marked, so that its sender drops the frames it has not sent yet.
         Cancelling twice is a no-op, so callers may cancel unconditionally."""
         if job.cancelled:
@@ -110,9 +111,9 @@ class Scheduler:
         self._in_flight.add(owner)
         return self._queues[owner][0]
 
-    def _run_window(self, job: Job) -> bytes | None:
+    def _run_step(self, job: Job) -> bytes | None:
         """In a worker thread: G2P on the job's first turn, the text side on a segment's first turn,
-        then one decoder window."""
+        then one decoder step."""
         request = job.request
         if job.segments is None:
             job.segments = self._engine.segments(request.text, request.lang)
@@ -137,7 +138,7 @@ class Scheduler:
             job = await self._next()
             finished = False
             try:
-                pcm = await loop.run_in_executor(self._pool, self._run_window, job)
+                pcm = await loop.run_in_executor(self._pool, self._run_step, job)
                 if pcm is not None and not job.cancelled:
                     job.audio.put_nowait(pcm)
                 finished = job.cancelled or self._exhausted(job)

@@ -2,8 +2,8 @@
 
 An engine turns text into phoneme-token segments (espeak-ng G2P, at most 510 tokens each, cut at clause
 boundaries) and one segment into float32 audio at 24 kHz: `features` (the text side) then `decode`
-(the decoder over any run of the segment's frames), which `windowed` drives one window per call
-(tts/windows.py). The scheduler sees only this interface, so both engines get the same round-robin,
+(the decoder over any run of the segment's frames), which `windowed` drives one step of windows per
+call (tts/windows.py). The scheduler sees only this interface, so both engines get the same round-robin,
 cancel, window and segment rules.
 
 The engines (tts/engine.py: the int8 ONNX export, the local default; tts/torch_engine.py: hexgrad's
@@ -86,12 +86,18 @@ class SpeechEngine(ABC):
         """Audio of frames [start, stop) (default: all), decoded from those frames alone, the harmonic
         source's phase carried over from the frames before `start`."""
 
+    def decode_windows(
+        self, features: Any, ranges: list[tuple[int, int]], run_flag: RunFlag | None = None
+    ) -> list[np.ndarray]:
+        """`decode` of each frame range; an engine with several decoder lanes runs them side by side."""
+        return [self.decode(features, start, stop, run_flag) for start, stop in ranges]
+
     def windowed(
         self, features: Any, run_flag: RunFlag | None = None, plan: WindowPlan | None = None
     ) -> WindowedDecode:
-        """The segment's audio, window by window (`plan` defaults to the configured one)."""
+        """The segment's audio, step by step (`plan` defaults to the configured one)."""
         return WindowedDecode(
-            lambda start, stop: self.decode(features, start, stop, run_flag),
+            lambda ranges: self.decode_windows(features, ranges, run_flag),
             features.frames,
             SAMPLES_PER_FRAME,
             plan or self.window_plan,

@@ -2,8 +2,8 @@
 and streamed audio stays close to whole-segment audio (log-mel distance, seam clicks, Whisper WER).
 
 Thresholds come from measurements on the int8 model: the decoder moves by a log-mel distance of about
-0.1 when only its input length changes (two silent frames appended); the default plan (16/120/12)
-measured 0.1-0.27 on these sentences, and no context at all is worse; seams measured at or below the
+0.1 when only its input length changes (two silent frames appended); the default plan measured
+0.1-0.35 on these sentences, and no context at all is worse; seams measured at or below the
 loudest 10 ms of the whole-segment audio at the same places. With 10-frame first windows and 8 context
 frames Whisper heard "Let's trip yesterday" for "It shipped yesterday": the WER test caught it, and
 the defaults were raised until it heard the text as whole-segment audio.
@@ -11,13 +11,18 @@ the defaults were raised until it heard the text as whole-segment audio.
 
 import dataclasses
 import itertools
+import threading
+import time
 
 import numpy as np
 import onnxruntime as ort
 import pytest
 
+from tts.config import TTSConfig
+from tts.engine import KokoroEngine
 from tts.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
-from tts.windows import SAMPLES_PER_FRAME, WindowPlan
+from tts.synthesis import SynthesisCancelled
+from tts.windows import MIN_LANE_FRAMES, SAMPLES_PER_FRAME, WindowPlan
 
 SENTENCE = "It shipped yesterday from our Denver warehouse and should arrive on Thursday."
 SENTENCES = [
@@ -44,6 +49,56 @@ def test_the_plan_covers_every_frame_once_starting_small_and_growing():
         WindowPlan(first_frames=20, max_frames=10, context_frames=4)
     with pytest.raises(ValueError):
         WindowPlan(first_frames=10, max_frames=80, context_frames=4, growth=0)
+
+
+def test_with_lanes_each_step_after_the_first_is_split_evenly_across_them():
+    plan = WindowPlan(12, 120, 8, growth=4, lanes=2)
+    steps = plan.steps(315)
+    assert steps[0] == [(0, 12)], "the first window keeps every thread for itself"
+    assert [[b - a for a, b in step] for step in steps] == [[12], [48], [60, 60], [67, 68]], (
+        "a step spans four times the last, up to the largest; one too short to give each lane "
+        "MIN_LANE_FRAMES stays one window; a short remainder joins the last step"
+    )
+    assert plan.windows(315) == [window for step in steps for window in step]
+    assert all(b == a2 for (_, b), (a2, _) in itertools.pairwise(plan.windows(315)))
+    long = plan.steps(2000)
+    assert all(sum(b - a for a, b in step) <= 120 for step in long[:-1]), (
+        "no step decodes more than the largest"
+    )
+    assert all(b - a >= MIN_LANE_FRAMES for step in long[1:] for a, b in step)
+    assert WindowPlan(12, 120, 8, lanes=1).steps(315) == [[w] for w in WindowPlan(12, 120, 8).windows(315)]
+    with pytest.raises(ValueError):
+        WindowPlan(12, 120, 8, lanes=0)
+
+
+def test_windows_decoded_side_by_side_equal_the_same_windows_decoded_one_after_another(engine):
+    _, feats = features(engine)
+    ranges = [(12, 44), (28, 68)]
+    side_by_side = engine.decode_windows(feats, ranges)
+    assert max(map(len, engine.window_plan.steps(feats.frames))) == 2, (
+        "the default plan on 2 cores runs two lanes"
+    )
+    for (start, stop), audio in zip(ranges, side_by_side, strict=True):
+        np.testing.assert_allclose(audio, engine.decode(feats, start, stop), atol=1e-4)
+
+
+def test_windows_side_by_side_are_terminated_together(engine):
+    _, feats = features(engine)
+    options = engine.run_flag()
+    threading.Timer(0.2, lambda: setattr(options, "terminate", True)).start()
+    started = time.perf_counter()
+    with pytest.raises(SynthesisCancelled):
+        engine.decode_windows(feats, [(0, feats.frames // 2), (feats.frames // 2, feats.frames)], options)
+    assert time.perf_counter() - started < 1.0, "both lanes must stop at the flag, not run to the end"
+
+
+def test_lanes_are_configuration():
+    assert TTSConfig.from_env(window_lanes=1).window_lanes == 1
+    with pytest.raises(ValueError, match="TTS_WINDOW_LANES"):
+        TTSConfig(window_lanes=17)
+    one_lane = KokoroEngine(TTSConfig.from_env(threads=2, window_lanes=1))
+    assert one_lane.window_plan.lanes == 1
+    assert all(len(step) == 1 for step in one_lane.window_plan.steps(315))
 
 
 def features(engine, text=SENTENCE):
@@ -102,26 +157,32 @@ def test_the_harmonic_source_keeps_its_phase_across_windows(engine):
 
 
 def test_streamed_audio_is_close_to_whole_segment_audio_and_has_no_clicks(engine):
-    _, feats = features(engine)
-    whole = engine.decode(feats, 0, feats.frames)
-    audio, seams = streamed(engine, feats)
-    assert len(audio) == len(whole), "windows must add up to exactly the segment's samples"
-    assert len(seams) >= 2, "the default plan must stream this sentence in several windows"
-    # the decoder's own sensitivity to its input length, for the failure message
-    floor = mel_distance(whole, engine.decode(feats, 0, feats.frames - 2))
-    distance = mel_distance(whole, audio)
-    assert distance < 0.35, (distance, floor)
-    # a seam clicks when it jumps more than anything in the 100 ms around it (ratio above 1)
-    assert seam_click_ratio(audio, seams) < 1.0, (
-        seam_click_ratio(audio, seams),
-        seam_click_ratio(whole, seams),
-    )
-    no_context = streamed(engine, feats, dataclasses.replace(engine.window_plan, context_frames=0))[0]
-    assert seam_click_ratio(no_context, seams) > 1.0, (
-        "without context the seams must click, or this measures nothing"
-    )
-    assert seam_mel_distance(whole, no_context, seams) > seam_mel_distance(whole, audio, seams), (
-        "context must bring the audio at the seams closer to whole-segment audio"
+    clicks_without_context = []
+    for text in (SENTENCE, SENTENCES[2]):
+        _, feats = features(engine, text)
+        whole = engine.decode(feats, 0, feats.frames)
+        audio, seams = streamed(engine, feats)
+        assert len(audio) == len(whole), "windows must add up to exactly the segment's samples"
+        assert len(seams) >= 2, "the default plan must stream this sentence in several windows"
+        # the decoder's own sensitivity to its input length, for the failure message
+        floor = mel_distance(whole, engine.decode(feats, 0, feats.frames - 2))
+        distance = mel_distance(whole, audio)
+        assert distance < 0.35, (text, distance, floor)
+        # a seam clicks when it jumps more than anything in the 100 ms around it (ratio above 1)
+        assert seam_click_ratio(audio, seams) < 1.0, (
+            text,
+            seam_click_ratio(audio, seams),
+            seam_click_ratio(whole, seams),
+        )
+        no_context = streamed(engine, feats, dataclasses.replace(engine.window_plan, context_frames=0))[0]
+        clicks_without_context.append(seam_click_ratio(no_context, seams))
+        assert seam_mel_distance(whole, no_context, seams) > seam_mel_distance(whole, audio, seams), (
+            "context must bring the audio at the seams closer to whole-segment audio"
+        )
+    # Without context some seams click and others do not (measured: 0.2-0.8 at some, 6-108 at others).
+    assert max(clicks_without_context) > 1.0, (
+        "without context a seam must click, or this measures nothing",
+        clicks_without_context,
     )
 
 

@@ -1,4 +1,10 @@
-"""Intelligibility: what the container says is transcribed by an independent ASR (Whisper base)."""
+"""Intelligibility: what the container says is transcribed by an independent ASR (Whisper base).
+
+Eight sentences, 80 words, per voice: on four (40 words) one word more or less moved jf_nezumi across
+the line by chance (whole-segment audio already has 3 errors there: "needed tuna" for "need it
+sooner"). Measured with the default streamed decoding: jm_kumo 0.013 (whole-segment 0.025), jf_nezumi
+0.075 (whole-segment 0.05; streaming costs it "It shipped", heard as "It's shut").
+"""
 
 import json
 
@@ -15,6 +21,10 @@ SENTENCES = [
     "It shipped yesterday from our Denver warehouse and should arrive on Thursday.",
     "If you need it sooner, I can upgrade the shipping at no cost.",
     "Would you like me to do that now?",
+    "The train to Boston leaves from platform nine.",
+    "Please hold on while I check that for you.",
+    "It will be sunny this afternoon, with a light breeze from the west.",
+    "Your package was delivered to the front desk at noon.",
 ]
 
 

@@ -90,8 +90,8 @@ class KokoroEngine(SpeechEngine):
         self._text = _session(split.text_path, threads, providers)
         self._decoder = _session(split.decoder_path, threads, providers)
         lanes = config.window_lanes or _auto_lanes(threads, providers)
-        # One one-thread decoder per lane; one lane decodes on the whole-width decoder above.
-        self._lanes = [_session(split.decoder_path, 1, providers) for _ in range(lanes if lanes > 1 else 0)]
+        # With one lane every window runs on the decoder above, on all threads.
+        self._lanes = [_session(split.decoder_path, 1, providers) for _ in range(lanes)] if lanes > 1 else []
         self._lane_pool = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="kokoro-lane")
         self.window_plan = WindowPlan.from_config(config, lanes)
         self.model_path = assets.model_path

@@ -141,14 +141,14 @@ class WindowedDecode:
         ]
         decoded = self._decode(padded)
         pieces = [
-            self._stitch(audio, start - lo, stop - lo, last=not self._pending and window == len(step) - 1)
-            for window, ((start, stop), (lo, _), audio) in enumerate(zip(step, padded, decoded, strict=True))
+            self._stitch(audio, start - lo, stop - lo)
+            for (start, stop), (lo, _), audio in zip(step, padded, decoded, strict=True)
         ]
         return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
 
-    def _stitch(self, audio: np.ndarray, begin_frame: int, end_frame: int, last: bool) -> np.ndarray:
+    def _stitch(self, audio: np.ndarray, begin_frame: int, end_frame: int) -> np.ndarray:
         """The window's own frames out of its decoded audio, faded in over the previous window's right
-        context; keeps this window's right context for the next one."""
+        context; keeps this window's right context for the next one (none after the segment's end)."""
         begin, end = begin_frame * self._hop, end_frame * self._hop
         piece = audio[begin:end].copy()
         if self._tail is not None:
@@ -157,5 +157,5 @@ class WindowedDecode:
             piece[: len(fade)] = (
                 self._tail[: len(head)] * (1.0 - fade[: len(head)]) + head * fade[: len(head)]
             )
-        self._tail = None if last else audio[end : end + len(self._fade_in)]
+        self._tail = audio[end : end + len(self._fade_in)]
         return piece

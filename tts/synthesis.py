@@ -10,8 +10,8 @@ The engines (tts/engine.py: the int8 ONNX export, the local default; tts/torch_e
 `kokoro.KModel` on torch) and the choice between them (tts/engines.py, `TTS_ENGINE`) build on it.
 
 Style row: the voice pack row is picked by token count the way the model's authors do (hexgrad's
-KPipeline: `pack[len(phonemes) - 1]`); kokoro-onnx picks one row later. One row off changes the
-waveform, so every engine uses `style_row`.
+KPipeline: `pack[len(phonemes) - 1]`; kokoro-onnx 0.6.1, the peer in the benchmarks, does the same).
+One row off changes the waveform, so every engine uses `style_row`.
 """
 
 from __future__ import annotations

@@ -22,7 +22,9 @@ from agent.events import read_events
 
 DEFAULT_PROMPT = "Where is my order, and when will it arrive?"
 MODES = ("bidi", "batch")
-LEVEL = 1.05  # first-audio ratios closer to 1 than this are reported as level
+# First-audio ratios closer to 1 than this are reported as level: one run's first audio spreads by about
+# 15% on a 2-core laptop (852-1,159 ms over 8 warm runs of the same one-sentence answer, either mode).
+LEVEL = 1.15
 TURN_TIMEOUT_S = 120
 
 

@@ -34,6 +34,7 @@ class TTSConfig:
     max_body_bytes: int = 64 * 1024
     send_ahead_ms: int = 0
     provider: str = "auto"
+    int8_conv: str = "auto"
     engine: str = "onnx"
     workers: int = 1
     window_first_frames: int = 12
@@ -49,6 +50,8 @@ class TTSConfig:
             raise ValueError(f"TTS_FRAME_MS must be within 20-100 ms, got {self.frame_ms}")
         if self.provider not in {"auto", "cpu", "cuda"}:
             raise ValueError(f"TTS_PROVIDER must be auto, cpu or cuda, got {self.provider!r}")
+        if self.int8_conv not in {"auto", "conv", "matmul"}:
+            raise ValueError(f"TTS_INT8_CONV must be auto, conv or matmul, got {self.int8_conv!r}")
         if self.send_ahead_ms < 0:
             raise ValueError(f"TTS_SEND_AHEAD_MS must be 0 (off) or more, got {self.send_ahead_ms}")
         if self.max_body_bytes < 1024:
@@ -93,6 +96,7 @@ class TTSConfig:
             max_body_bytes=_env_int("TTS_MAX_BODY_BYTES", cls.max_body_bytes),
             send_ahead_ms=_env_int("TTS_SEND_AHEAD_MS", cls.send_ahead_ms),
             provider=env.get("TTS_PROVIDER") or cls.provider,
+            int8_conv=env.get("TTS_INT8_CONV") or cls.int8_conv,
             engine=env.get("TTS_ENGINE") or cls.engine,
             workers=_env_int("TTS_WORKERS", cls.workers),
             window_first_frames=_env_int("TTS_WINDOW_FIRST_FRAMES", cls.window_first_frames),

@@ -7,7 +7,9 @@ output `audio` float32 at 24 kHz. It runs as two sessions (see `tts/graph_split.
 (`features`: aligned features, F0 and energy per frame) and the decoder (`decode`: any window of those
 frames, 600 samples each), so a segment's audio can be streamed window by window (`windowed`). On a
 CPU the decoder is loaded once more per lane, on one thread each, so that the windows of a step run
-side by side (`decode_windows`, `TTS_WINDOW_LANES`).
+side by side (`decode_windows`, `TTS_WINDOW_LANES`). Where onnxruntime's u8s8 GEMM is exact (VNNI), the
+decoder's int8 convolutions run as int8 matrix products with signed weights (`tts/conv_matmul.py`,
+`TTS_INT8_CONV`): the same audio, bit for bit, in about two thirds of the time.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import onnxruntime as ort
 
 from tts.assets import load_assets
 from tts.config import TTSConfig
+from tts.conv_matmul import u8s8_gemm_is_exact
 from tts.graph_split import ASR, F0, PHASE, STYLE, N, split_model
 from tts.synthesis import RunFlag, SpeechEngine, SynthesisCancelled, style_row
 from tts.windows import HARMONICS, WindowPlan, phase_before, source_phase
@@ -65,6 +68,20 @@ def _auto_lanes(threads: int, providers: list[str]) -> int:
     return 2 if threads >= 2 and providers == ["CPUExecutionProvider"] else 1
 
 
+def _int8_conv(choice: str, providers: list[str]) -> str:
+    """`matmul` where the u8s8 GEMM is exact on a CPU (auto) or where asked and exact; else `conv`."""
+    if choice == "conv" or (choice == "auto" and providers != ["CPUExecutionProvider"]):
+        return "conv"
+    if u8s8_gemm_is_exact(providers):
+        return "matmul"
+    if choice == "matmul":
+        raise RuntimeError(
+            "TTS_INT8_CONV=matmul but onnxruntime's u8s8 GEMM saturates on this CPU (no VNNI); "
+            "use auto or conv"
+        )
+    return "conv"
+
+
 @dataclass(frozen=True)
 class Features:
     """The text side's output for one segment: what the decoder needs, for every frame."""
@@ -92,21 +109,24 @@ class KokoroEngine(SpeechEngine):
         threads = config.threads or os.cpu_count() or 1
         split = split_model(assets.model_path, config.cache_dir)
         providers = _providers(config.provider)
+        self.int8_conv = _int8_conv(config.int8_conv, providers)
+        decoder_path = split.matmul_decoder_path if self.int8_conv == "matmul" else split.decoder_path
         self._text = _session(split.text_path, threads, providers)
-        self._decoder = _session(split.decoder_path, threads, providers)
+        self._decoder = _session(decoder_path, threads, providers)
         lanes = config.window_lanes or _auto_lanes(threads, providers)
         # With one lane every window runs on the decoder above, on all threads.
-        self._lanes = [_session(split.decoder_path, 1, providers) for _ in range(lanes)] if lanes > 1 else []
+        self._lanes = [_session(decoder_path, 1, providers) for _ in range(lanes)] if lanes > 1 else []
         self._lane_pool = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="kokoro-lane")
         self.window_plan = WindowPlan.from_config(config, lanes)
         self.model_path = assets.model_path
         self.voices = assets.voices
         self.load_seconds = time.perf_counter() - started
         log.info(
-            "loaded %s in %.2fs (%s, %d voices)",
+            "loaded %s in %.2fs (%s, int8 convolutions as %s, %d voices)",
             assets.model_path.name,
             self.load_seconds,
             self.provider,
+            self.int8_conv,
             len(self.voices),
         )
 

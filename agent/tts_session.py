@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,9 @@ from aws_sdk_sagemaker_runtime_http2.models import (
 )
 
 OPEN_TIMEOUT_S = 15.0
+_CRT_WRITER = "_set_request_body_generator"
+
+log = logging.getLogger("agent.tts_session")
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,35 @@ def classify(chunk: bytes) -> Audio | Control:
     return Audio(chunk)
 
 
+def _drop_crt_writer_race(loop: asyncio.AbstractEventLoop) -> None:
+    """awscrt's HTTP/2 request writer sometimes ends its stream after the response has completed, and
+    leaves the error in a task nobody awaits: "Task exception was never retrieved" (or "unhandled
+    exception during asyncio.run() shutdown") "... AWS_ERROR_HTTP_STREAM_HAS_COMPLETED" on a normal
+    close (awslabs/aws-crt-python#762, open). The
+    session had already ended, so nothing is lost. This drops exactly that error from `loop`'s
+    exception handler (one debug line) and passes everything else to the handler before it."""
+    previous = loop.get_exception_handler()
+    if getattr(previous, _CRT_WRITER, False):
+        return
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        error, task = context.get("exception"), context.get("future") or context.get("task")
+        coroutine = task.get_coro() if isinstance(task, asyncio.Task) else None
+        if (
+            isinstance(error, RuntimeError)
+            and "AWS_ERROR_HTTP_STREAM_HAS_COMPLETED" in str(error)
+            and getattr(coroutine, "__qualname__", "").endswith(_CRT_WRITER)
+        ):
+            log.debug("awscrt's request writer ended after its stream (aws-crt-python#762)")
+        elif previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    setattr(handler, _CRT_WRITER, True)
+    loop.set_exception_handler(handler)
+
+
 class TTSStreamError(RuntimeError):
     """The endpoint ended the session with an error event (e.g. the container closed abnormally)."""
 
@@ -83,6 +116,7 @@ class TTSSession:
     ) -> TTSSession:
         """Start the stream. Bounded in time: when signing or connecting fails inside the official
         client's background task, its call never returns on its own."""
+        _drop_crt_writer_race(asyncio.get_running_loop())
         try:
             async with asyncio.timeout(timeout_s):
                 stream = await client.invoke_endpoint_with_bidirectional_stream(

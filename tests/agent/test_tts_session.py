@@ -1,0 +1,55 @@
+"""The official client's shutdown race is dropped from the event loop's error log, and nothing else."""
+
+import asyncio
+import gc
+import logging
+
+from agent.tts_session import _drop_crt_writer_race
+
+RACE = "2080 (AWS_ERROR_HTTP_STREAM_HAS_COMPLETED): HTTP-stream has completed, action cannot be performed."
+
+
+async def _set_request_body_generator():  # named as awscrt's request writer
+    raise RuntimeError(RACE)
+
+
+async def another_writer():
+    raise RuntimeError(RACE)
+
+
+class Pending:
+    """awscrt's request writer, still writing when asyncio.run() shuts down: cancelled, it fails."""
+
+    async def _set_request_body_generator(self):
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            raise RuntimeError(RACE) from None
+
+
+async def abandon(coroutine) -> None:
+    task = asyncio.get_running_loop().create_task(coroutine)
+    await asyncio.wait([task])
+    del task
+    gc.collect()  # the unretrieved exception is reported when the task is collected
+
+
+def test_only_awscrts_writer_race_is_dropped(caplog):
+    async def main():
+        loop = asyncio.get_running_loop()
+        _drop_crt_writer_race(loop)
+        handler = loop.get_exception_handler()
+        _drop_crt_writer_race(loop)
+        assert loop.get_exception_handler() is handler, "installing twice must not chain twice"
+        await abandon(_set_request_body_generator())
+        await abandon(another_writer())
+        writer = loop.create_task(Pending()._set_request_body_generator())
+        await asyncio.sleep(0)
+        return writer  # still pending: asyncio.run() cancels it on the way out
+
+    with caplog.at_level(logging.DEBUG):
+        asyncio.run(main())
+    errors = [r.getMessage() for r in caplog.records if r.name == "asyncio" and r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "never retrieved" in errors[0] and "another_writer" in errors[0], errors
+    dropped = [r for r in caplog.records if r.name == "agent.tts_session"]
+    assert len(dropped) == 2 and all("aws-crt-python#762" in r.getMessage() for r in dropped)

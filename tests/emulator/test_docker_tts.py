@@ -32,10 +32,13 @@ def owned(home: Path) -> list:
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    built(TTS_IMAGE)
+    manifest = load_manifest(DEFAULT_MANIFEST)
+    assert TTS_IMAGE in manifest.container_images
+    for image in manifest.container_images:  # the voice agent's image too, as `up --runtime docker` builds
+        built(image)
     home = tmp_path_factory.mktemp("emulator")
     config = fast_config(home, runtime="docker", startup_timeout_s=240)
-    with emulator_in_thread(config, load_manifest(DEFAULT_MANIFEST)) as running:
+    with emulator_in_thread(config, manifest) as running:
         yield running
     assert owned(home) == [], "the emulator left a container behind"
 

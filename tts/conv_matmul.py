@@ -6,7 +6,7 @@ is 69% of the decoder's time, and onnxruntime's CPU `ConvInteger` accepts only u
 runs on the u8u8 GEMM. On a CPU with VNNI (AVX512-VNNI or AVX-VNNI) the u8s8 GEMM is 2.5 times
 faster (208 vs 83 GMAC/s, one thread), and `MatMulInteger` takes signed weights.
 
-So each 1-D `ConvInteger` (group 1) becomes, channels last:
+So each 1-D `ConvInteger` (group 1, one weight zero point: all 68 of the decoder's) becomes, channels last:
 
     Transpose x [1, C, T] -> [1, T, C]; Pad with x's zero point (what ConvInteger pads with);
     one Slice per kernel tap (dilation, stride), Concat -> [1, T', K*C]   (im2col)
@@ -25,11 +25,13 @@ from __future__ import annotations
 import numpy as np
 
 _OPSET = 13
+_UINT8 = 2  # onnx TensorProto.UINT8
 _PROBE_DEPTH = 64  # an even number of 255 x 127 products: every pair overflows int16
 
 
 def convolutions_as_matmul(model) -> int:
-    """Rewrite every `ConvInteger` of `model` (an onnx ModelProto) in place; return how many."""
+    """Rewrite each `ConvInteger` of `model` (an onnx ModelProto) that `_rewritable` accepts, in place;
+    return how many."""
     from onnx import helper, numpy_helper
 
     graph = model.graph
@@ -47,15 +49,13 @@ def convolutions_as_matmul(model) -> int:
 
     rewritten = 0
     for node in graph.node:
-        if node.op_type != "ConvInteger":
+        attrs = {attr.name: helper.get_attribute_value(attr) for attr in node.attribute}
+        if not _rewritable(node, attrs, initializers):
             nodes.append(node)
             continue
-        attrs = {attr.name: helper.get_attribute_value(attr) for attr in node.attribute}
         x, w_name, x_zero, w_zero_name = node.input
         weight = numpy_helper.to_array(initializers[w_name])
         w_zero = numpy_helper.to_array(initializers[w_zero_name])
-        if weight.ndim != 3 or attrs.get("group", 1) != 1 or w_zero.ndim != 0 or weight.dtype != np.uint8:
-            raise ValueError(f"{node.name}: only 1-D, group-1 ConvInteger with uint8 weights is rewritten")
         c_out, c_in, taps = weight.shape
         (dilation,) = attrs.get("dilations", [1])
         (stride,) = attrs.get("strides", [1])
@@ -64,7 +64,7 @@ def convolutions_as_matmul(model) -> int:
         signed = (
             (weight.astype(np.int16) - 128).astype(np.int8).transpose(2, 1, 0).reshape(taps * c_in, c_out)
         )
-        signed_zero = np.array(int(w_zero) - 128, dtype=np.int8)
+        signed_zero = (w_zero.astype(np.int16) - 128).astype(np.int8).reshape(())
         columns = f"{prefix}/channels_last"
         nodes.append(helper.make_node("Transpose", [x], [columns], perm=[0, 2, 1], name=columns))
         if pad_left or pad_right:
@@ -109,6 +109,22 @@ def convolutions_as_matmul(model) -> int:
     del graph.initializer[:]
     graph.initializer.extend(kept + added)
     return rewritten
+
+
+def _rewritable(node, attrs: dict, initializers: dict) -> bool:
+    """A 1-D, group-1 `ConvInteger` with explicit pads, constant uint8 weights and one constant weight
+    zero point; anything else (the export has none) is left as it is."""
+    if node.op_type != "ConvInteger" or len(node.input) != 4 or not node.input[2]:
+        return False
+    weight, w_zero = (initializers.get(name) for name in node.input[1:4:2])
+    if weight is None or w_zero is None or len(weight.dims) != 3 or weight.data_type != _UINT8:
+        return False
+    return (
+        list(w_zero.dims) in ([], [1])  # what onnxruntime's ConvInteger runs: one zero point
+        and w_zero.data_type == _UINT8
+        and attrs.get("group", 1) == 1
+        and attrs.get("auto_pad", b"NOTSET") in (b"NOTSET", "NOTSET")
+    )
 
 
 def u8s8_gemm_is_exact(providers: list[str]) -> bool:

@@ -19,8 +19,9 @@ needs_exact_gemm = pytest.mark.skipif(
 
 
 def conv_integer_model(c_in, c_out, taps, w_zero, **attrs) -> onnx.ModelProto:
+    """One ConvInteger; its weight zero point `w_zero` a scalar, or a list of one."""
     rng = np.random.default_rng(taps * 100 + c_in)
-    weight = rng.integers(0, 256, (c_out, c_in, taps), dtype=np.uint8)
+    weight = rng.integers(0, 256, (c_out, c_in // attrs.get("group", 1), taps), dtype=np.uint8)
     node = helper.make_node("ConvInteger", ["x", "w", "x_zero", "w_zero"], ["y"], name="conv", **attrs)
     graph = helper.make_graph(
         [node],
@@ -56,7 +57,7 @@ CASES = [
 
 @needs_exact_gemm
 @pytest.mark.parametrize("case", CASES, ids=lambda case: "-".join(f"{k}{v}" for k, v in case.items()))
-@pytest.mark.parametrize(("x_zero", "w_zero"), [(131, 117), (0, 255), (255, 0)])
+@pytest.mark.parametrize(("x_zero", "w_zero"), [(131, 117), (0, 255), (255, 0), (90, [128])])
 def test_a_conv_integer_becomes_a_matmul_with_the_same_integers(case, x_zero, w_zero):
     taps = case["taps"]
     attrs = {key: value for key, value in case.items() if key != "taps"}
@@ -72,10 +73,13 @@ def test_a_conv_integer_becomes_a_matmul_with_the_same_integers(case, x_zero, w_
     np.testing.assert_array_equal(actual, expected)
 
 
-def test_only_what_it_can_rewrite_exactly_is_rewritten():
+def test_what_it_cannot_rewrite_exactly_is_left_as_it_is():
     grouped = conv_integer_model(24, 16, 3, 128, kernel_shape=[3], pads=[1, 1], group=2)
-    with pytest.raises(ValueError, match="group-1"):
-        convolutions_as_matmul(grouped)
+    x = np.random.default_rng(3).integers(0, 256, (1, 24, 50), dtype=np.uint8)
+    expected = run(grouped, x, 7)
+    assert convolutions_as_matmul(grouped) == 0
+    assert [node.op_type for node in grouped.graph.node] == ["ConvInteger"]
+    np.testing.assert_array_equal(run(grouped, x, 7), expected)
 
 
 def test_the_probe_predicts_whether_a_rewritten_convolution_is_exact():

@@ -25,6 +25,7 @@ MODES = ("bidi", "batch")
 # First-audio ratios closer to 1 than this are reported as level: one run's first audio spreads by about
 # 15% on a 2-core laptop (852-1,159 ms over 8 warm runs of the same one-sentence answer, either mode).
 LEVEL = 1.15
+DEFAULT_RUNS = 3  # each mode; the report gives medians, which that spread makes worth taking
 TURN_TIMEOUT_S = 120
 
 
@@ -134,7 +135,11 @@ def run_once(target: str, mode: str, prompt: str, voice: str | None, audio_forma
 
 
 def compare(
-    target: str, prompt: str, runs: int, voice: str | None = None, audio_format: str | None = None
+    target: str,
+    prompt: str,
+    runs: int = DEFAULT_RUNS,
+    voice: str | None = None,
+    audio_format: str | None = None,
 ) -> dict:
     """Both modes, `runs` times each, alternating which goes first; medians and the TTFA ratio."""
     results: dict[str, list[RunResult]] = {mode: [] for mode in MODES}
@@ -158,14 +163,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--endpoint-url", required=True, help="the agent: http://127.0.0.1:8080, or an AgentCore runtime ARN"
     )
     parser.add_argument("--prompt", default=DEFAULT_PROMPT)
-    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help=f"per mode (default {DEFAULT_RUNS})")
     parser.add_argument("--voice")
     parser.add_argument("--format", dest="audio_format", choices=["pcm", "wav", "mp3", "aac", "opus"])
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
 
 
 def report(summary: dict) -> str:
-    lines = [f"{'mode':<6} {'first text':>11} {'first audio':>12} {'total':>9} {'chunks':>7}"]
+    runs = len(summary["bidi"]["runs"])
+    lines = [
+        f"bidi vs batch, the median of {runs} runs each:" if runs > 1 else "bidi vs batch, one run each:",
+        f"{'mode':<6} {'first text':>11} {'first audio':>12} {'total':>9} {'chunks':>7}",
+    ]
     for mode in MODES:
         row = summary[mode]
         lines.append(

@@ -63,9 +63,9 @@ def _drop_crt_writer_race(loop: asyncio.AbstractEventLoop) -> None:
     """awscrt's HTTP/2 request writer sometimes ends its stream after the response has completed, and
     leaves the error in a task nobody awaits: "Task exception was never retrieved" (or "unhandled
     exception during asyncio.run() shutdown") "... AWS_ERROR_HTTP_STREAM_HAS_COMPLETED" on a normal
-    close (awslabs/aws-crt-python#762, open). The
-    session had already ended, so nothing is lost. This drops exactly that error from `loop`'s
-    exception handler (one debug line) and passes everything else to the handler before it."""
+    close (awslabs/aws-crt-python#762, open). The session had already ended, so nothing is lost. This
+    drops exactly that error from `loop`'s exception handler (one debug line) and passes everything
+    else to the handler before it."""
     previous = loop.get_exception_handler()
     if getattr(previous, _CRT_WRITER, False):
         return

@@ -6,7 +6,8 @@ together.
 runtime's ARN, as `agent-infra demo --endpoint-url <ARN>` does against AWS), saves the spoken answer
 to `out/answer.wav` and prints the time to first audio of both modes (medians of three runs each);
 `--serve` keeps the stack up for the web page until Ctrl-C or SIGTERM, either of which stops the
-agent and the emulator's replicas. The benchmarks and the integration tests use `local_stack()` the same way.
+agent and the emulator's replicas. The benchmarks and the integration tests use `local_stack()` the
+same way.
 It prints only the question, the answer, the file written, the comparison and the web address: the
 servers' logs go to `out/local-stack.log` (named in one line), or to the terminal with `--verbose`.
 """
@@ -34,9 +35,6 @@ from emulator.manifest import DEFAULT_MANIFEST, Manifest, Resource, load_manifes
 from emulator.server import emulator_in_thread
 
 RUNTIME_NAME = "voice_agent"
-# One run's first audio differs by up to 15% from the next on a 2-core laptop; medians of three make
-# the comparison steadier (a one-sentence answer, which both modes send at the same moment, is level).
-COMPARE_RUNS = 3
 
 
 @dataclass(frozen=True)
@@ -148,8 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         with local_stack() as stack:
             text, seconds = speak_to_wav(stack.runtime_arn, args.prompt, args.out)
             print(f"\nQ: {args.prompt}\nA: {text}\nwrote {args.out} ({seconds:.1f} s of speech)\n")
-            print(f"bidi vs batch, the median of {COMPARE_RUNS} runs each:")
-            print(report(compare(stack.runtime_arn, args.prompt, runs=COMPARE_RUNS)))
+            print(report(compare(stack.runtime_arn, args.prompt)))
             if args.serve:
                 print(f"\nweb page: {stack.agent_url}/   (Ctrl-C stops everything)", flush=True)
                 signal.pause()

@@ -30,7 +30,7 @@ _PROBE_DEPTH = 64  # an even number of 255 x 127 products: every pair overflows 
 
 
 def convolutions_as_matmul(model) -> int:
-    """Rewrite each `ConvInteger` of `model` (an onnx ModelProto) that `_rewritable` accepts, in place;
+    """Rewrite in place each `ConvInteger` of `model` (an onnx ModelProto) that `_rewritable` accepts;
     return how many."""
     from onnx import helper, numpy_helper
 
@@ -49,8 +49,8 @@ def convolutions_as_matmul(model) -> int:
 
     rewritten = 0
     for node in graph.node:
-        attrs = {attr.name: helper.get_attribute_value(attr) for attr in node.attribute}
-        if not _rewritable(node, attrs, initializers):
+        attrs = _rewritable(node, initializers)
+        if attrs is None:
             nodes.append(node)
             continue
         x, w_name, x_zero, w_zero_name = node.input
@@ -111,20 +111,23 @@ def convolutions_as_matmul(model) -> int:
     return rewritten
 
 
-def _rewritable(node, attrs: dict, initializers: dict) -> bool:
-    """A 1-D, group-1 `ConvInteger` with explicit pads, constant uint8 weights and one constant weight
-    zero point; anything else (the export has none) is left as it is."""
+def _rewritable(node, initializers: dict) -> dict | None:
+    """The attributes of a 1-D, group-1 `ConvInteger` with explicit pads, constant uint8 weights and one
+    constant uint8 weight zero point (what onnxruntime's `ConvInteger` runs); None for anything else,
+    which stays as it is (the export has nothing else)."""
+    from onnx import helper
+
     if node.op_type != "ConvInteger" or len(node.input) != 4 or not node.input[2]:
-        return False
-    weight, w_zero = (initializers.get(name) for name in node.input[1:4:2])
-    if weight is None or w_zero is None or len(weight.dims) != 3 or weight.data_type != _UINT8:
-        return False
-    return (
-        list(w_zero.dims) in ([], [1])  # what onnxruntime's ConvInteger runs: one zero point
-        and w_zero.data_type == _UINT8
-        and attrs.get("group", 1) == 1
-        and attrs.get("auto_pad", b"NOTSET") in (b"NOTSET", "NOTSET")
-    )
+        return None
+    weight, w_zero = initializers.get(node.input[1]), initializers.get(node.input[3])
+    if weight is None or w_zero is None or len(weight.dims) != 3 or list(w_zero.dims) not in ([], [1]):
+        return None
+    if weight.data_type != _UINT8 or w_zero.data_type != _UINT8:
+        return None
+    attrs = {attr.name: helper.get_attribute_value(attr) for attr in node.attribute}
+    if attrs.get("group", 1) != 1 or attrs.get("auto_pad", b"NOTSET") != b"NOTSET":
+        return None
+    return attrs
 
 
 def u8s8_gemm_is_exact(providers: list[str]) -> bool:

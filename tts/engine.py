@@ -62,15 +62,19 @@ def _session(path: Path, threads: int, providers: list[str]) -> ort.InferenceSes
     return ort.InferenceSession(str(path), sess_options=options, providers=providers)
 
 
+def _on_cpu(providers: list[str]) -> bool:
+    return providers == ["CPUExecutionProvider"]
+
+
 def _auto_lanes(threads: int, providers: list[str]) -> int:
     """Two one-thread lanes on a CPU with two threads or more (measured on 2 cores, tts/README.md); one
     lane on a GPU, where a window is already one wide kernel launch after another."""
-    return 2 if threads >= 2 and providers == ["CPUExecutionProvider"] else 1
+    return 2 if threads >= 2 and _on_cpu(providers) else 1
 
 
 def _int8_conv(choice: str, providers: list[str]) -> str:
     """`matmul` where the u8s8 GEMM is exact on a CPU (auto) or where asked and exact; else `conv`."""
-    if choice == "conv" or (choice == "auto" and providers != ["CPUExecutionProvider"]):
+    if choice == "conv" or (choice == "auto" and not _on_cpu(providers)):
         return "conv"
     if u8s8_gemm_is_exact(providers):
         return "matmul"

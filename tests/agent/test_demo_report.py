@@ -5,8 +5,8 @@ import pytest
 from agent.demo import report
 
 
-def summary(bidi_ms: float, batch_ms: float) -> dict:
-    row = {"ttft_ms": 250.0, "total_ms": 1900.0, "chunks": 26}
+def summary(bidi_ms: float, batch_ms: float, runs: int = 3) -> dict:
+    row = {"ttft_ms": 250.0, "total_ms": 1900.0, "chunks": 26, "runs": [{}] * runs}
     return {
         "bidi": {**row, "ttfa_ms": bidi_ms},
         "batch": {**row, "ttfa_ms": batch_ms},
@@ -26,5 +26,10 @@ def summary(bidi_ms: float, batch_ms: float) -> dict:
 )
 def test_the_closing_line_names_the_faster_mode_or_says_they_are_level(bidi_ms, batch_ms, closing):
     lines = report(summary(bidi_ms, batch_ms)).splitlines()
+    assert lines[0] == "bidi vs batch, the median of 3 runs each:"
     assert lines[-1] == closing
-    assert lines[1].split()[0] == "bidi" and f"{bidi_ms:.0f}ms" in lines[1]
+    assert lines[2].split()[0] == "bidi" and f"{bidi_ms:.0f}ms" in lines[2]
+
+
+def test_one_run_is_not_called_a_median():
+    assert report(summary(800.0, 1840.0, runs=1)).splitlines()[0] == "bidi vs batch, one run each:"

@@ -23,7 +23,7 @@ from agent.events import read_events
 DEFAULT_PROMPT = "Where is my order, and when will it arrive?"
 MODES = ("bidi", "batch")
 # First-audio ratios closer to 1 than this are reported as level: one run's first audio spreads by about
-# 15% on a 2-core laptop (852-1,159 ms over 8 warm runs of the same one-sentence answer, either mode).
+# 15% on a 2-core laptop (852-1,159 ms over 15 warm runs of the same one-sentence answer, both modes).
 LEVEL = 1.15
 DEFAULT_RUNS = 3  # each mode; the report gives medians, which that spread makes worth taking
 TURN_TIMEOUT_S = 120

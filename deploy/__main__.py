@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from deploy import cli
+from deploy.commands import act, flags, run, toolkit
 from deploy.parts import all_parts
 
 
@@ -19,14 +19,14 @@ def parser() -> argparse.ArgumentParser:
     destroy = commands.add_parser("destroy", help="delete the agent stacks, then the speech stacks")
     status = commands.add_parser("status", help="the endpoint and the runtime: ready, or why not")
     for command in (aws, synth):
-        cli.add_speech(command, image_flag="--tts-image-uri")
-        cli.add_agent(command, image_flag="--agent-image-uri")
-        cli.add_source(command)
-    cli.add_wait(aws)
-    cli.add_wait(destroy)
+        flags.add_speech(command, image_flag="--tts-image-uri")
+        flags.add_agent(command, image_flag="--agent-image-uri")
+        flags.add_source(command)
+    flags.add_wait(aws)
+    flags.add_wait(destroy)
     status.add_argument("--tts-endpoint", help="SageMaker endpoint name (default kokoro-82m)")
     for command in (aws, synth, destroy, status):
-        cli.add_common(command)
+        flags.add_common(command)
     return root
 
 
@@ -34,17 +34,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
     def command() -> int:
-        config = cli.config_from(args)
+        config = flags.config_from(args)
         parts = all_parts(config)
         if args.command == "synth":
-            assembly = cli.toolkit(config).synth(parts)
+            assembly = toolkit(config).synth(parts)
             print(
                 f"synthesized {', '.join(stack for part in parts for stack in part.stacks)} into {assembly}"
             )
             return 0
-        return cli.act(args.command, config, parts, getattr(args, "no_wait", False))
+        return act(args.command, config, parts, getattr(args, "no_wait", False))
 
-    return cli.run(command)
+    return run(command)
 
 
 if __name__ == "__main__":

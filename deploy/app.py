@@ -9,14 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from deploy.config import DeployConfig
 from deploy.model_dir import ModelSource, resolve_model_source
+from deploy.part import Part
 from deploy.stacks import cdk
-
-if TYPE_CHECKING:
-    from deploy.parts import Part
 
 PROJECT_TAG = "voice-agent-aws"
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,8 +41,9 @@ HUB_FILES = ("config.json", "kokoro-v1_0.pth", *(f"voices/{voice}.pt" for voice 
 # Checked in addition to the hub's own SHA-256 (its ETag for LFS files) at the pinned revision.
 PINNED_SHA256 = {"kokoro-v1_0.pth": "496dba118d1a58f5f3db2efc88dbdc216e0483fc89fe6e47ee1f2c53f18ad1e4"}
 DEFAULT_VOICES = {"hub": "af_heart", "offline": "jm_kumo"}
-SOURCES = ("auto", "hub", "offline")
 TORCH_LAYOUT = ("config.json", "kokoro-v1_0.pth")
+# The tts package's command, run as a program: deploy imports no tts module (it reads only `agent.config`).
+EXPORT_COMMAND = (sys.executable, "-m", "tts", "export-model")
 
 
 @dataclass(frozen=True)
@@ -126,16 +129,19 @@ def download_from_hub(dest: Path) -> Path:
 
 
 def export_offline(dest: Path) -> Path:
+    """The offline export in `dest`, written by the tts package's own command unless already there."""
+    if (dest / "kokoro-v1_0.pth").is_file():
+        return dest
+    argv = [*EXPORT_COMMAND, str(dest), "--format", "torch"]
     try:
-        from tts.config import TTSConfig
-        from tts.export import export_torch
-    except ImportError as exc:
+        result = subprocess.run(argv, check=False)
+    except OSError as exc:
+        raise ConfigError(f"cannot run {' '.join(argv)}: {exc}; pass --model-source DIR") from exc
+    if result.returncode != 0:
         raise ConfigError(
-            f"cannot export the model from the tts package ({exc}); install .[tts,torch] or pass "
-            "--model-source DIR"
-        ) from exc
-    if not (dest / "kokoro-v1_0.pth").is_file():
-        export_torch(dest, TTSConfig.from_env().cache_dir)
+            f"{' '.join(argv)} failed (exit {result.returncode}, its output is above); install "
+            ".[tts,torch] or pass --model-source DIR"
+        )
     return dest
 
 

@@ -1,4 +1,4 @@
-"""Deterministic names: stacks, prefixes, repositories (each part's stacks in order: deploy/parts.py).
+"""Deterministic names: stacks, prefixes, repositories (each part's stacks in order: deploy/parts/).
 
 Destroy, status and the retention notice find everything again from these names alone, so they work
 without synthesizing anything.

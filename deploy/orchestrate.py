@@ -8,17 +8,14 @@ Destroy goes through the parts backwards (see `deploy.teardown`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from deploy.aws import Aws
-from deploy.cdk_cli import Cdk
+from deploy.cdk_toolkit import Cdk
 from deploy.config import DeployConfig
+from deploy.part import Part
 from deploy.prereqs import check_prerequisites, require_identity
 from deploy.status import Status
 from deploy.teardown import destroy
-
-if TYPE_CHECKING:
-    from deploy.parts import Part
 
 Echo = Callable[[str], None]
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -19,18 +17,9 @@ from deploy.aws import Aws
 from deploy.config import DeployConfig
 from deploy.errors import MissingPrerequisites, Problem
 from deploy.naming import BOOTSTRAP_VERSION_PARAMETER, MIN_BOOTSTRAP_VERSION
-
-if TYPE_CHECKING:
-    from deploy.parts import Part
+from deploy.part import Identity, Part
 
 DOCKER_TIMEOUT_S = 30
-
-
-@dataclass(frozen=True)
-class Identity:
-    account: str
-    region: str
-    arn: str
 
 
 def check_identity(aws: Aws, problems: list[Problem]) -> Identity | None:
@@ -106,7 +95,7 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
         return None
 
 
-def needs_docker(config: DeployConfig, parts: Sequence[Part]) -> tuple[bool, bool]:
+def needs_docker(parts: Sequence[Part]) -> tuple[bool, bool]:
     """(any image asset to build, an ARM64 agent image among them)."""
     built = [part for part in parts if part.builds_image()]
     return bool(built), any(part.arm64_image for part in built)
@@ -114,7 +103,7 @@ def needs_docker(config: DeployConfig, parts: Sequence[Part]) -> tuple[bool, boo
 
 def check_docker(config: DeployConfig, parts: Sequence[Part], problems: list[Problem]) -> None:
     """A Docker engine when images are built from source (not needed when image URIs are given)."""
-    build, arm64 = needs_docker(config, parts)
+    build, arm64 = needs_docker(parts)
     if not build:
         return
     fix = "start a Docker engine, or pass images already in ECR (--image-uri, --tts-/--agent-image-uri)"

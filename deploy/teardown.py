@@ -8,7 +8,7 @@ CDK installed. Stack outputs are read before deletion to name the bucket and ima
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from botocore.exceptions import ClientError, WaiterError
 
@@ -17,10 +17,7 @@ from deploy.config import DeployConfig
 from deploy.errors import ConfigError, TeardownFailed
 from deploy.images import parse_ecr_uri
 from deploy.naming import assets_repository
-from deploy.prereqs import Identity
-
-if TYPE_CHECKING:
-    from deploy.parts import Part
+from deploy.part import Identity, Part
 
 
 def stack_outputs(cloudformation: Any, name: str) -> dict[str, str] | None:

@@ -1,14 +1,15 @@
 """The three command lines end to end against moto's server (reached through AWS_ENDPOINT_URL, as
 boto3 reads it): exit codes, the lines users read, typed errors instead of tracebacks."""
 
+import importlib
 import sys
-import types
 from pathlib import Path
 
 import pytest
 
-from deploy import agent_cli, speech_cli
 from deploy.__main__ import main as deploy_main
+from deploy.commands.agent import main as agent_infra
+from deploy.commands.speech import main as speech_infra
 from tests.deploy.conftest import REGION, create_endpoint, create_runtime
 
 
@@ -20,16 +21,16 @@ def moto_env(aws, moto_url: str, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_speech_status_exit_code_follows_the_endpoint(moto_env, capsys: pytest.CaptureFixture[str]):
-    assert speech_cli.main(["status", "kokoro-82m"]) == 1
+    assert speech_infra(["status", "kokoro-82m"]) == 1
     assert "endpoint kokoro-82m: not deployed" in capsys.readouterr().out
     create_endpoint(moto_env, "kokoro-82m")
-    assert speech_cli.main(["status", "kokoro-82m"]) == 0
+    assert speech_infra(["status", "kokoro-82m"]) == 0
     assert "ok endpoint kokoro-82m: InService" in capsys.readouterr().out
 
 
 def test_agent_status_reports_the_runtime_and_its_endpoint(moto_env, capsys: pytest.CaptureFixture[str]):
     create_runtime(moto_env, "voice_agent", {"AGENT_TTS_ENDPOINT": "kokoro-82m"})
-    assert agent_cli.main(["status"]) == 1
+    assert agent_infra(["status"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("ok agent runtime voice_agent: READY")
     assert out[1].startswith("-- endpoint kokoro-82m: not deployed")
@@ -40,7 +41,7 @@ def test_deploy_without_anything_set_up_lists_every_problem(
 ):
     monkeypatch.setenv("DEPLOY_CDK_CLI", "no-such-cdk")
     monkeypatch.setenv("DEPLOY_DOCKER", "no-such-docker")
-    assert speech_cli.main(["deploy", "kokoro-82m", "--outdir", str(tmp_path)]) == 2
+    assert speech_infra(["deploy", "kokoro-82m", "--outdir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: 5 prerequisite(s) missing:")
     for name in ("AWS region", "AWS credentials", "cdk CLI", "Docker engine", "CDK bootstrap"):
@@ -49,15 +50,15 @@ def test_deploy_without_anything_set_up_lists_every_problem(
 
 
 def test_bad_flags_are_typed_errors(no_aws_env: None, capsys: pytest.CaptureFixture[str]):
-    assert speech_cli.main(["deploy", "kokoro-82m", "--instance-count", "0"]) == 2
+    assert speech_infra(["deploy", "kokoro-82m", "--instance-count", "0"]) == 2
     assert "instance count must be at least 1" in capsys.readouterr().err
-    assert agent_cli.main(["deploy", "--bedrock-model-id", "not a model"]) == 2
+    assert agent_infra(["deploy", "--bedrock-model-id", "not a model"]) == 2
     assert "not a Bedrock model ID" in capsys.readouterr().err
     with pytest.raises(SystemExit) as caught:
-        speech_cli.main(["deploy", "whisper-large"])
+        speech_infra(["deploy", "whisper-large"])
     assert caught.value.code == 2
     with pytest.raises(SystemExit):
-        agent_cli.main(["deploy"])  # --bedrock-model-id is required
+        agent_infra(["deploy"])  # --bedrock-model-id is required
     assert "--bedrock-model-id" in capsys.readouterr().err
 
 
@@ -72,13 +73,12 @@ def test_destroy_everything_when_nothing_is_deployed_says_what_is_retained(
     assert "Retained on purpose" in out and "aws s3 rb" in out
 
 
-def test_demo_is_handed_to_the_agent_package_untouched(monkeypatch: pytest.MonkeyPatch):
-    received: list[list[str]] = []
-    recorder = types.ModuleType("agent.demo")
-    recorder.main = lambda argv: received.append(argv) or 7  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "agent.demo", recorder)
-    assert agent_cli.main(["demo", "--runs", "3", "--prompt", "hi there"]) == 7
-    assert received == [["--runs", "3", "--prompt", "hi there"]]
+def test_demo_is_the_agents_own_program_with_its_flags_and_exit_code(capfd: pytest.CaptureFixture[str]):
+    assert agent_infra(["demo", "--help"]) == 0
+    out = capfd.readouterr().out
+    assert out.startswith("usage: agent-infra demo") and "--endpoint-url" in out
+    assert agent_infra(["demo", "--endpoint-url", "http://127.0.0.1:9", "--no-such-flag"]) == 2
+    assert "unrecognized arguments: --no-such-flag" in capfd.readouterr().err
 
 
 def test_synth_without_the_cdk_extra_is_a_clear_error(
@@ -89,3 +89,17 @@ def test_synth_without_the_cdk_extra_is_a_clear_error(
         monkeypatch.delitem(sys.modules, name)
     assert deploy_main(["synth", "--outdir", str(tmp_path)]) == 2
     assert "pip install 'voice-agent-aws[cdk]'" in capsys.readouterr().err
+
+
+def test_status_and_destroy_need_no_cdk_extra(
+    moto_env, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    monkeypatch.setitem(sys.modules, "aws_cdk", None)  # as if aws-cdk-lib were not installed
+    for name in [name for name in sys.modules if name == "deploy" or name.startswith("deploy.")]:
+        monkeypatch.delitem(sys.modules, name)  # imported afresh below, as a new process would
+    speech_status = importlib.import_module("deploy.commands.speech").main
+    assert speech_status(["status", "kokoro-82m"]) == 1
+    assert "endpoint kokoro-82m: not deployed" in capsys.readouterr().out
+    assert importlib.import_module("deploy.__main__").main(["destroy", "--wait-delay", "0.05"]) == 0
+    assert "Retained on purpose" in capsys.readouterr().out
+    assert "deploy.stacks" not in sys.modules

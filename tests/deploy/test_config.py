@@ -9,7 +9,8 @@ from deploy.config import DeployConfig
 from deploy.errors import ConfigError
 from deploy.images import has_bidi_label, parse_ecr_uri, require_bidi_label
 from deploy.model_dir import check_model_dir
-from deploy.parts import all_parts, speech_part
+from deploy.parts import all_parts
+from deploy.parts.speech import SpeechPart
 from tests.support.paths import REPO
 
 ARN_PARTS = {"partition": "aws", "region": "us-west-2", "account": "111122223333"}
@@ -137,7 +138,7 @@ def test_model_dir_needs_hexgrads_layout(tmp_path: Path):
 
 def test_stack_names_are_deterministic_and_ordered():
     config = DeployConfig()
-    assert speech_part(config).stacks == (
+    assert SpeechPart(config).stacks == (
         "KokoroSpeech-kokoro-82m-ModelCache",
         "KokoroSpeech-kokoro-82m-Base",
         "KokoroSpeech-kokoro-82m-Endpoint",

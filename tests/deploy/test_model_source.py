@@ -8,6 +8,7 @@ real `huggingface_hub` client through `HF_ENDPOINT`. Its files are tiny placehol
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,7 +20,7 @@ from deploy import model_dir
 from deploy.config import DeployConfig
 from deploy.errors import ConfigError
 from deploy.model_dir import HUB_FILES, HUB_REPO, HUB_REVISION, resolve_model_source
-from emulator.controller.processes import free_port
+from emulator.processes import free_port
 
 
 class HubStandIn(ThreadingHTTPServer):
@@ -122,6 +123,17 @@ def test_an_unreachable_hub_falls_back_to_the_offline_export_and_says_so(tmp_pat
         resolve_model_source(DeployConfig(export_dir=tmp_path, model_source="hub"))
 
 
+def test_a_failed_offline_export_is_a_config_error_with_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setattr(model_dir, "EXPORT_COMMAND", (sys.executable, "-c", "import sys; sys.exit(3)"))
+    with pytest.raises(
+        ConfigError, match=r"failed \(exit 3.*install \.\[tts,torch\] or pass --model-source DIR"
+    ):
+        resolve_model_source(DeployConfig(export_dir=tmp_path, model_source="offline"))
+    monkeypatch.setattr(model_dir, "EXPORT_COMMAND", (str(tmp_path / "no-such-python"),))
+    with pytest.raises(ConfigError, match="cannot run"):
+        resolve_model_source(DeployConfig(export_dir=tmp_path, model_source="offline"))
+
+
 def test_a_given_directory_is_used_as_is_with_its_own_voice(tmp_path, capsys):
     directory = offline_export(tmp_path / "mine")
     (directory / "voices" / "af_heart.pt").write_bytes(b"voice")
@@ -133,7 +145,7 @@ def test_a_given_directory_is_used_as_is_with_its_own_voice(tmp_path, capsys):
 def test_model_source_flag_takes_a_source_or_a_directory(tmp_path):
     import argparse
 
-    from deploy.cli import add_speech, config_from
+    from deploy.commands.flags import add_speech, config_from
 
     parser = argparse.ArgumentParser()
     add_speech(parser)

@@ -12,12 +12,15 @@ from pathlib import Path
 import pytest
 
 from deploy.aws import Aws
-from deploy.cdk_cli import CdkToolkit
+from deploy.cdk_toolkit import CdkToolkit
 from deploy.config import DeployConfig
 from deploy.errors import MissingPrerequisites, WaitFailed
 from deploy.naming import assets_repository
 from deploy.orchestrate import deploy_parts, destroy_parts
-from deploy.parts import Part, agent_part, all_parts, speech_part
+from deploy.part import Part
+from deploy.parts import all_parts
+from deploy.parts.agent import AgentPart
+from deploy.parts.speech import SpeechPart
 from tests.deploy.conftest import (
     ACCOUNT,
     REGION,
@@ -114,7 +117,7 @@ def test_the_agent_waits_until_its_runtime_is_ready(
     config = image_uris_config(tmp_path)
     create_endpoint(bootstrapped, config.endpoint_name)
     cdk = CloudFormationStandIn(bootstrapped, config)
-    [status] = deploy_parts(config, [agent_part(config)], bootstrapped, cdk, echo=lambda line: None)
+    [status] = deploy_parts(config, [AgentPart(config)], bootstrapped, cdk, echo=lambda line: None)
     assert (status.state, status.ready) == ("READY", True)
 
 
@@ -122,7 +125,7 @@ def test_without_waiting_the_status_is_reported_as_it_is(bootstrapped: Aws, tmp_
     config = image_uris_config(tmp_path)
     cdk = CloudFormationStandIn(bootstrapped, config, creating_s=5)
     [status] = deploy_parts(
-        config, [speech_part(config)], bootstrapped, cdk, wait=False, echo=lambda line: None
+        config, [SpeechPart(config)], bootstrapped, cdk, wait=False, echo=lambda line: None
     )
     assert (status.state, status.ready) == ("Creating", False)
     for timer in cdk.timers:
@@ -179,7 +182,7 @@ def test_destroy_deletes_in_reverse_order_and_names_what_is_retained(aws: Aws, t
 def test_destroy_with_nothing_deployed_still_says_what_may_be_left(aws: Aws, tmp_path: Path):
     config = image_uris_config(tmp_path)
     lines: list[str] = []
-    notice = destroy_parts(config, [speech_part(config)], aws, echo=lines.append)
+    notice = destroy_parts(config, [SpeechPart(config)], aws, echo=lines.append)
     assert "KokoroSpeech-kokoro-82m-Endpoint: not deployed, nothing to delete" in lines
     assert "starts_with(Name, 'kokorospeech-kokoro-82m-modelcache')" in notice
     assert f"aws ecr list-images --repository-name {assets_repository(ACCOUNT, REGION)}" in notice

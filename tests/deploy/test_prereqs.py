@@ -10,7 +10,8 @@ from deploy.aws import Aws
 from deploy.config import DeployConfig
 from deploy.errors import MissingPrerequisites
 from deploy.naming import BOOTSTRAP_VERSION_PARAMETER
-from deploy.parts import agent_part, all_parts
+from deploy.parts import all_parts
+from deploy.parts.agent import AgentPart
 from deploy.prereqs import check_prerequisites
 from tests.deploy.conftest import ACCOUNT, REGION, create_endpoint, image_uris_config
 
@@ -60,11 +61,11 @@ def test_image_uris_make_docker_unnecessary_but_each_missing_one_needs_it(bootst
 
 def test_an_agent_alone_needs_its_speech_endpoint(bootstrapped: Aws, tmp_path: Path):
     config = image_uris_config(tmp_path)
-    found = problems(config, bootstrapped, [agent_part(config)])
+    found = problems(config, bootstrapped, [AgentPart(config)])
     assert set(found) == {"speech endpoint"}
     assert "speech-infra deploy kokoro-82m" in found["speech endpoint"]
     create_endpoint(bootstrapped, "kokoro-82m")
-    check_prerequisites(config, bootstrapped, [agent_part(config)])
+    check_prerequisites(config, bootstrapped, [AgentPart(config)])
 
 
 def test_images_must_be_in_the_deploy_region(bootstrapped: Aws, tmp_path: Path):

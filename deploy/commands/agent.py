@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from collections.abc import Sequence
 
-from deploy import cli
-from deploy.parts import agent_part, speech_part
+from deploy.commands import act, flags, run
+from deploy.parts.agent import AgentPart
+from deploy.parts.speech import SpeechPart
+
+# `demo` is the agent's own program, run as one: deploy reads `agent.config` and imports no more of the
+# agent, so the demo's flags and output stay the agent's (see `agent-infra demo --help`).
+DEMO_COMMAND = (sys.executable, "-m", "agent.demo")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -19,35 +25,33 @@ def parser() -> argparse.ArgumentParser:
     )
     status = commands.add_parser("status", help="READY, or why not, and the endpoint it speaks through")
     commands.add_parser("demo", help="talk to the deployed agent (agent.demo; `agent-infra demo --help`)")
-    cli.add_agent(deploy, required=True)
-    cli.add_source(deploy)
-    cli.add_wait(deploy)
+    flags.add_agent(deploy, required=True)
+    flags.add_source(deploy)
+    flags.add_wait(deploy)
     # Accepted for symmetry with deploy: the stacks are found by name, so the model does not matter here.
     destroy.add_argument("--bedrock-model-id", help="the model the agent was deployed with (optional)")
-    cli.add_wait(destroy)
+    flags.add_wait(destroy)
     status.add_argument(
         "--tts-endpoint", help="SageMaker endpoint the agent speaks through (default kokoro-82m)"
     )
     for command in (deploy, destroy, status):
-        cli.add_common(command)
+        flags.add_common(command)
     return root
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["demo"]:
-        from agent.demo import main as demo_main
-
-        return demo_main(argv[1:])
+        return subprocess.run([*DEMO_COMMAND, *argv[1:]], check=False).returncode
     args = parser().parse_args(argv)
 
     def command() -> int:
-        config = cli.config_from(args)
-        parts = [agent_part(config)]
-        status_parts = [agent_part(config), speech_part(config)]
-        return cli.act(args.command, config, parts, getattr(args, "no_wait", False), status_parts)
+        config = flags.config_from(args)
+        parts = [AgentPart(config)]
+        status_parts = [AgentPart(config), SpeechPart(config)]
+        return act(args.command, config, parts, getattr(args, "no_wait", False), status_parts)
 
-    return cli.run(command)
+    return run(command)
 
 
 if __name__ == "__main__":

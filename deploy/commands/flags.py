@@ -1,23 +1,11 @@
-"""What the three command lines share: flags that map onto `DeployConfig` fields, and one error rule
-(a `DeployError` prints its message and exits 2; no traceback for problems the user can fix)."""
+"""The flags the command lines share, each mapped onto a `DeployConfig` field (`config_from`)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from deploy.aws import Aws
-from deploy.cdk_cli import CdkToolkit
 from deploy.config import MODEL_SOURCES, DeployConfig
-from deploy.errors import DeployError
-from deploy.orchestrate import deploy_parts, destroy_parts, status_of
-from deploy.status import Status
-
-if TYPE_CHECKING:
-    from deploy.parts import Part
 
 # Flags whose `dest` is a DeployConfig field; absent flags (None) leave the environment's value.
 CONFIG_FIELDS = (
@@ -94,46 +82,3 @@ def config_from(args: argparse.Namespace, **extra: object) -> DeployConfig:
     if source is not None and source not in MODEL_SOURCES:
         values["model_dir"], values["model_source"] = Path(source).expanduser(), None
     return DeployConfig.from_env(**values, **extra)
-
-
-def clients(config: DeployConfig) -> Aws:
-    return Aws(region=config.region)
-
-
-def toolkit(config: DeployConfig) -> CdkToolkit:
-    return CdkToolkit(config)
-
-
-def print_statuses(statuses: Sequence[Status]) -> int:
-    for status in statuses:
-        print(status)
-    return 0 if all(status.ready for status in statuses) else 1
-
-
-def act(
-    action: str,
-    config: DeployConfig,
-    parts: Sequence[Part],
-    no_wait: bool = False,
-    status_parts: Sequence[Part] | None = None,
-) -> int:
-    """deploy (in order, waiting unless `no_wait`), destroy (in reverse) or report the status of `parts`."""
-    aws = clients(config)
-    if action in {"aws", "deploy"}:
-        statuses = deploy_parts(config, parts, aws, toolkit(config), wait=not no_wait)
-        return 0 if no_wait or all(status.ready for status in statuses) else 1
-    if action == "destroy":
-        destroy_parts(config, parts, aws)
-        return 0
-    return print_statuses(status_of(config, status_parts or parts, aws))
-
-
-def run(command: Callable[[], int]) -> int:
-    try:
-        return command()
-    except DeployError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130

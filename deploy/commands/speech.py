@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from deploy import cli
+from deploy.commands import act, flags, run
 from deploy.config import SPEECH_MODELS
-from deploy.parts import speech_part
+from deploy.parts.speech import SpeechPart
 
 
 def parser() -> argparse.ArgumentParser:
@@ -22,11 +22,11 @@ def parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="InService, or why not (exit 0 only when InService)")
     for command in (deploy, destroy, status):
         command.add_argument("model", choices=sorted(SPEECH_MODELS), help="speech model")
-        cli.add_common(command)
-    cli.add_speech(deploy)
-    cli.add_source(deploy)
-    cli.add_wait(deploy)
-    cli.add_wait(destroy)
+        flags.add_common(command)
+    flags.add_speech(deploy)
+    flags.add_source(deploy)
+    flags.add_wait(deploy)
+    flags.add_wait(destroy)
     return root
 
 
@@ -34,10 +34,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
     def command() -> int:
-        config = cli.config_from(args, model=args.model)
-        return cli.act(args.command, config, [speech_part(config)], getattr(args, "no_wait", False))
+        config = flags.config_from(args, model=args.model)
+        return act(args.command, config, [SpeechPart(config)], getattr(args, "no_wait", False))
 
-    return cli.run(command)
+    return run(command)
 
 
 if __name__ == "__main__":

@@ -10,13 +10,11 @@ import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from deploy.config import DeployConfig
 from deploy.errors import CdkFailed
-
-if TYPE_CHECKING:
-    from deploy.parts import Part
+from deploy.part import Part
 
 
 class Cdk(Protocol):
@@ -30,6 +28,7 @@ class CdkToolkit:
         self.config = config
 
     def synth(self, parts: Sequence[Part]) -> Path:
+        # Imported here: aws-cdk-lib is the `cdk` extra, and status and destroy run without it.
         from deploy.app import synth
 
         return synth(self.config, parts)

@@ -20,6 +20,7 @@ STUDIES = {
     "emulator": "what the emulator adds per message; 50 concurrent sessions",
     "engines": "the TTS engines side by side: ready time, real-time factor, first audio",
     "streaming": "streamed vs whole-segment decoding: first audio of 10-25 words; whole text vs kokoro-onnx",
+    "gpu": "the torch engine on CUDA: load, RTF, first audio; 1, 4, 16 sessions (skipped without a GPU)",
 }
 
 

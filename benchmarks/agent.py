@@ -25,7 +25,7 @@ from agent.demo import DEFAULT_PROMPT, MODES, compare, run_once
 from benchmarks import report
 from benchmarks.stats import summarize
 from emulator.config import EmulatorConfig
-from local_stack import exported, local_stack
+from local_stack.stack import local_stack
 
 ARTICLE = {"ratio": 2.4, "ratio_with_latency": 3.5}
 LATENCY_MS, JITTER_MS = 25.0, 5.0
@@ -39,15 +39,12 @@ class Condition(NamedTuple):
     name: str
     emulator: EmulatorConfig
     agent_env: dict[str, str] | None = None
-    tts_env: dict[str, str] | None = None  # for the TTS replica, which inherits the emulator's environment
+    tts_env: dict[str, str] | None = None  # for the TTS replica (its model's container environment)
 
 
 def run_condition(condition: Condition, runs: int) -> dict[str, Any]:
     name = condition.name
-    with (
-        exported(condition.tts_env or {}),
-        local_stack(condition.emulator, agent_env=condition.agent_env) as stack,
-    ):
+    with local_stack(condition.emulator, agent_env=condition.agent_env, tts_env=condition.tts_env) as stack:
         run_once(stack.agent_url, "bidi", DEFAULT_PROMPT, None, None)  # warm-up: connections, lazy imports
         summary = compare(stack.agent_url, DEFAULT_PROMPT, runs=runs)
     result: dict[str, Any] = {"condition": name}

@@ -23,7 +23,7 @@ import numpy as np
 
 from benchmarks import report
 from benchmarks.texts import CLIPS
-from emulator.controller.processes import child, free_port
+from emulator.processes import child, free_port
 from tests.support.asr import transcribe, word_error_rate
 from tts.sse import SSEParser
 

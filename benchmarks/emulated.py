@@ -22,10 +22,10 @@ from smithy_aws_core.identity import AWSCredentialsIdentity
 from agent.config import AgentConfig
 from agent.sagemaker_client import bidirectional_client
 from agent.tts_session import Audio, TTSSession
-from emulator.cli import wait_ready
 from emulator.config import EmulatorConfig
-from emulator.controller.processes import stop_group
+from emulator.daemon import wait_ready
 from emulator.manifest import DEFAULT_MANIFEST
+from emulator.processes import stop_group
 
 TTS_ENDPOINT = "kokoro-82m"  # the default manifest's endpoint (compose/emulator.yaml)
 VOICE = "jm_kumo"

@@ -1,9 +1,15 @@
-"""Summaries of latency samples: one definition of mean, median and percentiles for every study."""
+"""Summaries of latency samples: one definition of mean, median and percentiles for every study.
+
+`summarize` is for the many samples of a latency distribution (milliseconds, with percentiles);
+`spread` for the few alternating trials of a container study (seconds: median, min and max);
+`median_ratio` compares two cases measured in alternation.
+"""
 
 from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 
 
 def percentile(ordered: list[float], q: float) -> float:
@@ -25,3 +31,17 @@ def summarize(values_ms: list[float]) -> dict[str, float]:
         "min_ms": round(ordered[0], 3),
         "max_ms": round(ordered[-1], 3),
     }
+
+
+def spread(values_s: Sequence[float]) -> dict[str, float]:
+    """Median, min and max of a few trials in seconds, to the millisecond."""
+    return {
+        "median": round(statistics.median(values_s), 3),
+        "min": round(min(values_s), 3),
+        "max": round(max(values_s), 3),
+    }
+
+
+def median_ratio(ours: Sequence[float], theirs: Sequence[float]) -> float:
+    """The median of trial-by-trial ratios (trials alternate, so each pair shares the machine's noise)."""
+    return round(statistics.median(o / t for o, t in zip(ours, theirs, strict=True)), 3)

@@ -19,13 +19,9 @@ from typing import Any
 import numpy as np
 
 from benchmarks import report
-from benchmarks.container import (
-    SENTENCES_BY_WORDS,
-    measure_peer,
-    measure_streaming,
-    print_peer,
-    print_streaming,
-)
+from benchmarks.container import measure_peer, measure_streaming, peer_table, streaming_tables
+from benchmarks.texts import SENTENCES_BY_WORDS
+from tts.config import TTSConfig
 
 ARTICLE_FIRST_AUDIO_MS = 156.7  # the article's GPU endpoint, first sentence
 TARGET_FIRST_AUDIO_MS = 500.0
@@ -78,9 +74,10 @@ def plot(result: dict[str, Any]) -> report.Figure:
 
 def run(quick: bool, out: Path) -> dict[str, Any]:
     trials = 1 if quick else 5
-    streaming = measure_streaming(trials)
-    print_streaming(streaming)
-    peer = measure_peer(trials)
-    print_peer(peer)
+    config = TTSConfig.from_env()
+    streaming = measure_streaming(config, trials)
+    print(streaming_tables(streaming))
+    peer = measure_peer(config, trials)
+    print(peer_table(peer))
     result = {"trials": trials, "streaming": streaming, "peer": peer}
     return report.write(out, "streaming", result, plot(result), quick)

@@ -10,6 +10,24 @@ ARTICLE_TEXT = (
 )
 FIRST_SENTENCE = ARTICLE_TEXT.split(". ")[0] + "."
 
+# What the container studies speak (`benchmarks/container.py`): a four-sentence answer (213 characters)
+# and its first sentence; a 10-word sentence for the concurrency runs; sentences of 10, 20 and 25 words
+# for streamed against whole-segment decoding.
+ANSWER = (
+    "Thanks for waiting, I found your order. It shipped yesterday from our Denver warehouse and should "
+    "arrive on Thursday. If you need it sooner, I can upgrade the shipping at no cost. Would you like me to "
+    "do that now?"
+)
+ANSWER_FIRST_SENTENCE = ANSWER.split(". ")[0] + "."
+TEN_WORDS = "It shipped yesterday and should arrive here on Thursday morning."
+SENTENCES_BY_WORDS = {
+    10: "Thanks for waiting, I found your order and it shipped.",
+    20: "It shipped yesterday from our Denver warehouse and should arrive on Thursday, so you will have "
+    "it before the weekend.",
+    25: "If you need it sooner, I can upgrade the shipping at no cost, and the driver will call you an "
+    "hour before arriving at your door.",
+}
+
 # 24 clips of varied length and content for the codec study (numbers written out: the offline ASR
 # scores words).
 CLIPS = (

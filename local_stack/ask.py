@@ -1,0 +1,56 @@
+"""`python -m local_stack.ask TARGET [--prompt P] [--out WAV]`: one question to the agent at TARGET (a
+URL, or an AgentCore runtime ARN reached with boto3 `invoke_agent_runtime`, as `agent-infra demo` does
+against AWS), the spoken answer written to WAV, then the time to first audio of both modes (medians of
+three runs each).
+
+`python -m local_stack` runs it in a child process whose environment is `LocalStack.env`, so boto3
+reaches the emulator without the stack's process changing its own environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import sys
+import uuid
+from pathlib import Path
+
+from agent.demo import DEFAULT_PROMPT, compare, report, turn_chunks
+from agent.events import SAMPLE_RATE, read_events
+from tts.encoders import wav_file
+
+
+def speak_to_wav(target: str, prompt: str, out: Path, mode: str = "bidi") -> tuple[str, float]:
+    """One turn of the agent at `target` (URL or runtime ARN); the PCM audio is written to `out` as
+    WAV. Returns the answer and its audio seconds."""
+    text, pcm = "", bytearray()
+    payload = {"prompt": prompt, "mode": mode, "format": "pcm"}
+    for _, event in read_events(turn_chunks(target, payload, f"local-{uuid.uuid4()}")):
+        if event["type"] == "text_delta":
+            text += event["text"]
+        elif event["type"] == "audio_chunk":
+            pcm += base64.b64decode(event["data"])
+        elif event["type"] == "error":
+            raise RuntimeError(f"{event['code']}: {event['message']}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(wav_file(bytes(pcm), SAMPLE_RATE))
+    return text, len(pcm) / 2 / SAMPLE_RATE
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m local_stack.ask", description=__doc__)
+    parser.add_argument("target", help="the agent: http://127.0.0.1:8080, or an AgentCore runtime ARN")
+    parser.add_argument("--prompt", default=DEFAULT_PROMPT)
+    parser.add_argument("--out", type=Path, default=Path("out/answer.wav"))
+    args = parser.parse_args(argv)
+    try:
+        text, seconds = speak_to_wav(args.target, args.prompt, args.out)
+        print(f"\nQ: {args.prompt}\nA: {text}\nwrote {args.out} ({seconds:.1f} s of speech)\n", flush=True)
+        print(report(compare(args.target, args.prompt)), flush=True)
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; the parent says what stopped
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

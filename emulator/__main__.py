@@ -1,4 +1,4 @@
-"""`python -m emulator up|down|status|env` (see emulator.cli)."""
+"""`python -m emulator up|down|status|logs|env` (see emulator.cli)."""
 
 import sys
 

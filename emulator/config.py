@@ -34,7 +34,7 @@ class ImageSpec:
     `command` items may hold `{python}`, `{host}`, `{port}` and `{model_dir}` placeholders.
     `bidirectional` stands in for the image label
     `com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true`.
-    `dockerfile` is relative to the repository root, the build context (`emulator/controller/images.py`).
+    `dockerfile` is relative to the repository root, the build context (`emulator/images/build.py`).
     """
 
     command: tuple[str, ...]

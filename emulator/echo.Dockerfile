@@ -1,7 +1,7 @@
 # The emulator's echo container as a SageMaker image (compose/echo.yaml, the docker-runtime tests).
 # Build from the repository root:
 #   docker build -f emulator/echo.Dockerfile -t voice-agent-aws/echo:latest .
-# BASE_IMAGE: any image with python3 and its venv module (emulator/images.py makes one offline).
+# BASE_IMAGE: any image with python3 and its venv module (emulator/images/base.py makes one offline).
 ARG BASE_IMAGE=python:3.12-slim
 
 # build-config/ (pip's index and CA, see build-config/README.md) stays in this stage.

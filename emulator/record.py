@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from emulator.config import EmulatorConfig
-from emulator.controller.processes import pid_alive
+from emulator.processes import pid_alive
 
 RECORD_FILE = "emulator.json"
 

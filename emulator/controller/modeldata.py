@@ -2,7 +2,8 @@
 
 The emulator cannot reach S3, so `ModelDataUrl` / `ModelDataSource.S3DataSource.S3Uri` must name a
 local directory, a `file://` URL, or a `.tar.gz` (extracted once into the emulator home, like
-SageMaker's own decompression step).
+SageMaker's own decompression step). An unusable location raises `ModelDataError`, which the
+SageMaker face answers as a ValidationException at CreateModel.
 """
 
 from __future__ import annotations
@@ -13,24 +14,26 @@ import tarfile
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from emulator.wire.awserrors import validation
-
 _ARCHIVES = (".tar.gz", ".tgz", ".tar")
 
 
+class ModelDataError(ValueError):
+    """A model data location the emulator cannot use (the message says why)."""
+
+
 def local_path(uri: str) -> Path:
-    """Check a model data location at CreateModel time; raise ValidationException if unusable."""
+    """The local path a model data location names; ModelDataError if it is unusable."""
     parsed = urlparse(uri)
     if parsed.scheme in {"s3", "http", "https"}:
-        raise validation(
+        raise ModelDataError(
             f"Could not access model data at {uri}: the emulator cannot reach {parsed.scheme}://; "
             "use a local directory, a file:// URL or a local .tar.gz"
         )
     path = Path(unquote(parsed.path) if parsed.scheme == "file" else uri).expanduser()
     if not path.exists():
-        raise validation(f"Could not access model data at {uri}: {path} does not exist")
+        raise ModelDataError(f"Could not access model data at {uri}: {path} does not exist")
     if path.is_file() and not path.name.endswith(_ARCHIVES):
-        raise validation(f"Could not access model data at {uri}: a file must be a .tar.gz archive")
+        raise ModelDataError(f"Could not access model data at {uri}: a file must be a .tar.gz archive")
     return path.resolve()
 
 

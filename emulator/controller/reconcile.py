@@ -1,14 +1,19 @@
 """The controller: a Kubernetes-style reconcile loop from API state to running replicas.
 
-Desired state is what the control plane recorded (endpoints and their configs); actual state is the
-replicas the runtime runs. Each pass, for every endpoint, it starts missing replicas, restarts dead
-ones (with back-off), probes `GET /ping` (readiness, 2 s timeout), replaces a ready replica that
-fails `unhealthy_probes` probes in a row (a frozen or wedged container), promotes a pending deployment once
-all its replicas are ready (Creating/Updating -> InService, then stops the old replicas), fails it
-after the startup timeout, and tears endpoints down on DeleteEndpoint (SIGTERM, SIGKILL after the
-grace period). AgentCore agent runtimes go through the same steps with one replica per version
-(CREATING/UPDATING -> READY, or CREATE_FAILED/UPDATE_FAILED with the reason). API calls and replica
-exits wake it at once; otherwise it runs every `reconcile_interval_s`.
+Desired state is what the control plane recorded (endpoints and their configs, agent runtimes);
+actual state is the replicas the runtime runs. SageMaker endpoints and AgentCore agent runtimes go
+through one replica state machine (`Controller._reconcile`): each resource has a version serving
+(`current`) and at most one being brought up (`pending`), each made of replica sets (a deployment's
+variants; an agent runtime version's one replica). Each pass, for every resource, it starts missing
+replicas, restarts dead ones (with back-off), probes `GET /ping` (readiness, 2 s timeout), replaces a
+ready replica that fails `unhealthy_probes` probes in a row (a frozen or wedged container), promotes
+the pending version once all its replicas are ready (then stops the old version's replicas), fails it
+when one of its replicas dies or a set is not ready after its startup timeout, and tears the resource
+down once it is being deleted (SIGTERM, SIGKILL after the grace period). What differs between the two
+kinds (the status names, the messages, where a startup timeout comes from) is a `Served` subclass:
+endpoints Creating/Updating -> InService, or Failed (InService again when an update fails); agent
+runtimes CREATING/UPDATING -> READY, or CREATE_FAILED/UPDATE_FAILED, with the reason. API calls and
+replica exits wake it at once; otherwise it runs every `reconcile_interval_s`.
 """
 
 from __future__ import annotations
@@ -17,7 +22,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Coroutine
+from abc import ABC, abstractmethod
+from collections.abc import Coroutine, Iterator
+from dataclasses import dataclass
+from typing import ClassVar
 
 import httpx
 
@@ -49,6 +57,126 @@ def log_tail(replica: Replica, lines: int = 5) -> str:
     return " | ".join(line.strip() for line in text.splitlines()[-lines:] if line.strip())
 
 
+@dataclass(frozen=True)
+class ReplicaSet:
+    """Replicas of one version that come up together: one variant of an endpoint deployment, or the
+    one replica of an agent runtime version."""
+
+    replicas: list[Replica]
+    startup_timeout_s: float
+    failure: str
+    """What a failed start or a startup timeout of these replicas is reported as (the detail follows)."""
+
+
+class Served[V](ABC):
+    """An endpoint or an agent runtime as the replica state machine sees it: the resource, whose
+    `current` and `pending` versions are of type V, and what differs between the two kinds."""
+
+    kind: ClassVar[str]
+    """For the log."""
+    deleting: ClassVar[str]
+    """The status that asks for teardown."""
+    serving: ClassVar[str]
+    """The status once a pending version is promoted."""
+    unhealthy: ClassVar[str]
+    healthy_again: ClassVar[str]
+    """The events' messages when the serving version's replicas stop, and start again, answering /ping."""
+
+    def __init__(self, resource: Endpoint | AgentRuntime, config: EmulatorConfig) -> None:
+        self.resource = resource
+        self.config = config
+
+    @abstractmethod
+    def sets(self, version: V) -> list[ReplicaSet]: ...
+
+    @abstractmethod
+    def started(self) -> float:
+        """When the pending version began starting (time.monotonic)."""
+
+    @abstractmethod
+    def promote(self, version: V) -> tuple[str, str]:
+        """Record what promoting `version` changes beyond the shared fields; return the event's reason
+        and message."""
+
+    @abstractmethod
+    def failed(self) -> tuple[str, str]:
+        """The status and the event's reason when the pending version fails (it is already cleared)."""
+
+    @abstractmethod
+    def forget(self, store: Store) -> None:
+        """Remove the deleted resource from the store (unless a new one of the same name replaced it)."""
+
+    def versions(self) -> list[V]:
+        return [v for v in (self.resource.current, self.resource.pending) if v is not None]
+
+    def replicas(self, version: V) -> list[Replica]:
+        return [r for replica_set in self.sets(version) for r in replica_set.replicas]
+
+
+class ServedEndpoint(Served[Deployment]):
+    """A SageMaker endpoint: a version is a deployment of an endpoint config, one set per variant."""
+
+    kind = "endpoint"
+    deleting = "Deleting"
+    serving = "InService"
+    unhealthy = "no replica answers /ping"
+    healthy_again = "a replica answers /ping again"
+    resource: Endpoint
+
+    def sets(self, version: Deployment) -> list[ReplicaSet]:
+        return [
+            ReplicaSet(
+                deployed.replicas,
+                deployed.variant.startup_timeout_s or self.config.startup_timeout_s,
+                PING_FAILURE.format(variant=name),
+            )
+            for name, deployed in version.variants.items()
+        ]
+
+    def started(self) -> float:
+        assert self.resource.pending is not None
+        return self.resource.pending.started
+
+    def promote(self, version: Deployment) -> tuple[str, str]:
+        self.resource.config_name = version.config.name
+        return "InService", f"serving endpoint config {version.config.name}"
+
+    def failed(self) -> tuple[str, str]:
+        return ("Failed", "Failed") if self.resource.current is None else ("InService", "UpdateFailed")
+
+    def forget(self, store: Store) -> None:
+        if store.endpoints.get(self.resource.name) is self.resource:
+            del store.endpoints[self.resource.name]
+
+
+class ServedRuntime(Served[Replica]):
+    """An AgentCore agent runtime: a version is its one replica."""
+
+    kind = "agent runtime"
+    deleting = "DELETING"
+    serving = "READY"
+    unhealthy = "its replica does not answer /ping"
+    healthy_again = "its replica answers /ping again"
+    resource: AgentRuntime
+
+    def sets(self, version: Replica) -> list[ReplicaSet]:
+        return [ReplicaSet([version], self.config.startup_timeout_s, RUNTIME_FAILURE)]
+
+    def started(self) -> float:
+        return self.resource.started
+
+    def promote(self, version: Replica) -> tuple[str, str]:
+        return "Ready", f"serving version {self.resource.version}"
+
+    def failed(self) -> tuple[str, str]:
+        status = "CREATE_FAILED" if self.resource.current is None else "UPDATE_FAILED"
+        return status, status
+
+    def forget(self, store: Store) -> None:
+        if store.agent_runtimes.get(self.resource.id) is self.resource:
+            del store.agent_runtimes[self.resource.id]
+
+
 class Controller:
     def __init__(
         self, config: EmulatorConfig, store: Store, runtime: Runtime, http: httpx.AsyncClient
@@ -63,27 +191,26 @@ class Controller:
     def wake(self) -> None:
         self._wake.set()
 
+    def _served(self) -> Iterator[Served]:
+        """Every endpoint, then every agent runtime (each list read when the loop reaches it)."""
+        yield from (ServedEndpoint(ep, self.config) for ep in list(self.store.endpoints.values()))
+        yield from (ServedRuntime(rt, self.config) for rt in list(self.store.agent_runtimes.values()))
+
     async def run(self) -> None:
         while True:
-            for endpoint in list(self.store.endpoints.values()):
+            for served in self._served():
                 try:
-                    await self._reconcile(endpoint)
+                    await self._reconcile(served)
                 except Exception:
-                    log.exception("reconciling endpoint %s failed", endpoint.name)
-            for runtime in list(self.store.agent_runtimes.values()):
-                try:
-                    await self._reconcile_runtime(runtime)
-                except Exception:
-                    log.exception("reconciling agent runtime %s failed", runtime.name)
+                    log.exception("reconciling %s %s failed", served.kind, served.resource.name)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.config.reconcile_interval_s):
                     await self._wake.wait()
             self._wake.clear()
 
     async def shutdown(self) -> None:
-        """Stop every replica of every endpoint (the emulator is exiting)."""
-        replicas = [r for ep in self.store.endpoints.values() for d in ep.deployments() for r in d.replicas()]
-        replicas += [r for rt in self.store.agent_runtimes.values() for r in rt.replicas()]
+        """Stop every replica of every endpoint and agent runtime (the emulator is exiting)."""
+        replicas = [r for s in self._served() for v in s.versions() for r in s.replicas(v)]
         await asyncio.gather(*(self._stop(r) for r in replicas), return_exceptions=True)
         for task in list(self._tasks):
             task.cancel()
@@ -99,37 +226,45 @@ class Controller:
         self.store.events.add(type_, reason, obj, message)
         (log.warning if type_ == "Warning" else log.info)("%s %s: %s", reason, obj, message)
 
-    # reconcile ----------------------------------------------------------------------------------
+    def retire(self, replica: Replica) -> None:
+        """Stop a replica nothing routes to any more (in the background)."""
+        self._spawn(self._stop(replica))
 
-    async def _reconcile(self, ep: Endpoint) -> None:
-        if ep.status == "Deleting":
-            if ep.deleting is None:
-                ep.deleting = asyncio.get_running_loop().create_task(self._delete(ep))
+    # the replica state machine ------------------------------------------------------------------
+
+    async def _reconcile(self, served: Served) -> None:
+        resource = served.resource
+        if resource.status == served.deleting:
+            if resource.deleting is None:
+                resource.deleting = asyncio.get_running_loop().create_task(self._delete(served))
             return
-        for deployment in ep.deployments():
-            self._ensure_replicas(ep, deployment)
-        await self._probe([r for d in ep.deployments() for r in d.replicas() if r.phase == "Running"])
-        if ep.pending is not None:
-            self._progress(ep, ep.pending)
-        if ep.current is not None:
-            healthy = any(r.ready for r in ep.current.replicas())
-            if healthy != ep.healthy:
-                ep.healthy = healthy
-                if not healthy:
-                    self._event("Warning", "NoHealthyReplicas", ep.name, "no replica answers /ping")
+        self._tend_versions(served)
+        await self._probe([r for v in served.versions() for r in served.replicas(v) if r.phase == "Running"])
+        if resource.pending is not None:
+            self._progress(served)
+        if resource.current is not None:
+            healthy = any(r.ready for r in served.replicas(resource.current))
+            if healthy != resource.healthy:
+                resource.healthy = healthy
+                if healthy:
+                    self._event("Normal", "Healthy", resource.name, served.healthy_again)
                 else:
-                    self._event("Normal", "Healthy", ep.name, "a replica answers /ping again")
+                    self._event("Warning", "NoHealthyReplicas", resource.name, served.unhealthy)
 
-    def _ensure_replicas(self, ep: Endpoint, deployment: Deployment) -> None:
-        for replica in deployment.replicas():
-            failure = self._tend(replica, starting=deployment is ep.pending)
-            if failure is not None:
-                self._fail_pending(ep, f"{PING_FAILURE.format(variant=replica.variant)} ({failure})")
-                return
+    def _tend_versions(self, served: Served) -> None:
+        """Tend every replica; the first replica of the pending version that dies fails that version."""
+        for version in served.versions():
+            starting = version is served.resource.pending
+            for replica_set in served.sets(version):
+                for replica in replica_set.replicas:
+                    failure = self._tend(replica, starting=starting)
+                    if failure is not None:
+                        self._fail_pending(served, f"{replica_set.failure} ({failure})")
+                        return
 
     def _tend(self, replica: Replica, *, starting: bool) -> str | None:
         """Start a new replica, restart a dead one after its back-off; a replica that dies while its
-        deployment is still starting is not restarted: the reason (with its log's end) is returned."""
+        version is still starting is not restarted: the reason (with its log's end) is returned."""
         if replica.phase == "Pending":
             replica.phase = "Starting"
             replica.starter = self._spawn(self._start(replica))
@@ -147,102 +282,49 @@ class Controller:
                 replica.starter = self._spawn(self._start(replica))
         return None
 
-    def _progress(self, ep: Endpoint, deployment: Deployment) -> None:
-        elapsed = time.monotonic() - deployment.started
-        for deployed in deployment.variants.values():
-            timeout = deployed.variant.startup_timeout_s or self.config.startup_timeout_s
-            if not all(r.ready for r in deployed.replicas) and elapsed > timeout:
+    def _progress(self, served: Served) -> None:
+        """Fail the pending version once a set of it is past its startup timeout; promote it once all
+        its replicas are ready."""
+        resource = served.resource
+        pending = resource.pending
+        elapsed = time.monotonic() - served.started()
+        for replica_set in served.sets(pending):
+            timeout = replica_set.startup_timeout_s
+            if not all(r.ready for r in replica_set.replicas) and elapsed > timeout:
                 self._fail_pending(
-                    ep,
-                    f"{PING_FAILURE.format(variant=deployed.variant.name)} "
-                    f"(no HTTP 200 from GET /ping within {timeout:g} s)",
+                    served, f"{replica_set.failure} (no HTTP 200 from GET /ping within {timeout:g} s)"
                 )
                 return
-        if all(r.ready for r in deployment.replicas()):
-            old, ep.current, ep.pending = ep.current, deployment, None
-            ep.config_name = deployment.config.name
-            ep.status = "InService"
-            ep.failure_reason = None
-            ep.healthy = True
-            ep.modified = time.time()
-            self._event("Normal", "InService", ep.name, f"serving endpoint config {deployment.config.name}")
+        if all(r.ready for r in served.replicas(pending)):
+            old, resource.current, resource.pending = resource.current, pending, None
+            reason, message = served.promote(pending)
+            resource.status = served.serving
+            resource.failure_reason = None
+            resource.healthy = True
+            resource.modified = time.time()
+            self._event("Normal", reason, resource.name, message)
             if old is not None:
-                for replica in old.replicas():
-                    self._spawn(self._stop(replica))
+                for replica in served.replicas(old):
+                    self.retire(replica)
 
-    def retire(self, replica: Replica) -> None:
-        """Stop a replica nothing routes to any more (in the background)."""
-        self._spawn(self._stop(replica))
+    def _fail_pending(self, served: Served, reason: str) -> None:
+        resource = served.resource
+        pending, resource.pending = resource.pending, None
+        if pending is not None:
+            for replica in served.replicas(pending):
+                self.retire(replica)
+        resource.status, event_reason = served.failed()
+        resource.failure_reason = reason
+        resource.modified = time.time()
+        self._event("Warning", event_reason, resource.name, reason)
 
-    def _fail_pending(self, ep: Endpoint, reason: str) -> None:
-        deployment, ep.pending = ep.pending, None
-        if deployment is not None:
-            for replica in deployment.replicas():
-                self._spawn(self._stop(replica))
-        ep.failure_reason = reason
-        ep.status = "Failed" if ep.current is None else "InService"
-        ep.modified = time.time()
-        self._event("Warning", "Failed" if ep.current is None else "UpdateFailed", ep.name, reason)
-
-    async def _delete(self, ep: Endpoint) -> None:
-        await self._stop_all(ep.name, [r for d in ep.deployments() for r in d.replicas()])
-        if self.store.endpoints.get(ep.name) is ep:
-            del self.store.endpoints[ep.name]
-
-    async def _stop_all(self, name: str, replicas: list[Replica]) -> None:
-        """Stop the replicas of a resource being deleted."""
+    async def _delete(self, served: Served) -> None:
+        """Stop the replicas of a resource being deleted, then forget it."""
+        name = served.resource.name
+        replicas = [r for v in served.versions() for r in served.replicas(v)]
         await asyncio.gather(*(self._stop(r) for r in replicas), return_exceptions=True)
         self._event("Normal", "Deleted", name, f"stopped {len(replicas)} replica(s)")
-
-    # agent runtimes (AgentCore) ----------------------------------------------------------------------
-
-    async def _reconcile_runtime(self, rt: AgentRuntime) -> None:
-        if rt.status == "DELETING":
-            if rt.deleting is None:
-                rt.deleting = asyncio.get_running_loop().create_task(self._delete_runtime(rt))
-            return
-        for replica in rt.replicas():
-            failure = self._tend(replica, starting=replica is rt.pending)
-            if failure is not None:
-                self._fail_runtime(rt, f"{RUNTIME_FAILURE} ({failure})")
-                return
-        await self._probe([r for r in rt.replicas() if r.phase == "Running"])
-        if rt.pending is not None:
-            if rt.pending.ready:
-                old, rt.current, rt.pending = rt.current, rt.pending, None
-                rt.status = "READY"
-                rt.failure_reason = None
-                rt.healthy = True
-                rt.modified = time.time()
-                self._event("Normal", "Ready", rt.name, f"serving version {rt.version}")
-                if old is not None:
-                    self.retire(old)
-            elif time.monotonic() - rt.started > self.config.startup_timeout_s:
-                self._fail_runtime(
-                    rt,
-                    f"{RUNTIME_FAILURE} (no HTTP 200 from GET /ping within "
-                    f"{self.config.startup_timeout_s:g} s)",
-                )
-        if rt.current is not None and rt.current.ready != rt.healthy:
-            rt.healthy = rt.current.ready
-            if rt.healthy:
-                self._event("Normal", "Healthy", rt.name, "its replica answers /ping again")
-            else:
-                self._event("Warning", "NoHealthyReplicas", rt.name, "its replica does not answer /ping")
-
-    def _fail_runtime(self, rt: AgentRuntime, reason: str) -> None:
-        replica, rt.pending = rt.pending, None
-        if replica is not None:
-            self.retire(replica)
-        rt.failure_reason = reason
-        rt.status = "CREATE_FAILED" if rt.current is None else "UPDATE_FAILED"
-        rt.modified = time.time()
-        self._event("Warning", rt.status, rt.name, reason)
-
-    async def _delete_runtime(self, rt: AgentRuntime) -> None:
-        await self._stop_all(rt.name, rt.replicas())
-        if self.store.agent_runtimes.get(rt.id) is rt:
-            del self.store.agent_runtimes[rt.id]
+        served.forget(self.store)
 
     # replicas -----------------------------------------------------------------------------------
 

@@ -17,9 +17,47 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from emulator.controller.resources import EndpointConfig, Model, Variant
 from emulator.controller.runtimes import ReplicaHandle
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model as the controller runs it: an image, its environment and its model data (a SageMaker
+    Model; AgentCore makes one for each agent runtime version). `request` is the API call that made it."""
+
+    name: str
+    arn: str
+    image: str
+    environment: dict[str, str]
+    model_data: str | None
+    created: float
+    request: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A production variant of an endpoint configuration: which model, on how many replicas."""
+
+    name: str
+    model_name: str
+    instance_type: str
+    instance_count: int
+    weight: float
+    startup_timeout_s: float | None
+    request: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """A SageMaker endpoint configuration: what a deployment of an endpoint runs."""
+
+    name: str
+    arn: str
+    variants: tuple[Variant, ...]
+    created: float
+    request: dict[str, Any]
 
 
 @dataclass(eq=False)
@@ -86,9 +124,6 @@ class Endpoint:
     deleting: asyncio.Task[None] | None = field(default=None, repr=False)
     healthy: bool = True
 
-    def deployments(self) -> list[Deployment]:
-        return [d for d in (self.current, self.pending) if d is not None]
-
 
 @dataclass(eq=False)
 class RuntimeEndpoint:
@@ -125,9 +160,6 @@ class AgentRuntime:
     endpoints: dict[str, RuntimeEndpoint] = field(default_factory=dict)
     deleting: asyncio.Task[None] | None = field(default=None, repr=False)
     healthy: bool = True
-
-    def replicas(self) -> list[Replica]:
-        return [r for r in (self.current, self.pending) if r is not None]
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from quart import Blueprint, Response, request
 from emulator.config import EmulatorConfig
 from emulator.controller import modeldata
 from emulator.controller.reconcile import Controller
-from emulator.controller.resources import Model, arn, parse_endpoint_config, parse_model, require_name
 from emulator.controller.runtimes import Runtime, RuntimeUnavailable
-from emulator.controller.store import Deployment, Endpoint, Store, new_deployment
+from emulator.controller.store import Deployment, Endpoint, Model, Store, new_deployment
+from emulator.sagemaker.requests import arn, parse_endpoint_config, parse_model, require_name
 from emulator.wire.awserrors import AwsError, json_protocol_error, render_errors, request_id, validation
 
 Operation = Callable[[dict[str, Any]], dict[str, Any]]
@@ -69,7 +69,10 @@ class ControlPlane:
         except RuntimeUnavailable as exc:
             raise validation(str(exc)) from exc
         if model.model_data:
-            modeldata.local_path(model.model_data)
+            try:
+                modeldata.local_path(model.model_data)
+            except modeldata.ModelDataError as exc:
+                raise validation(str(exc)) from exc
         self.store.models[model.name] = model
         self.store.events.add("Normal", "ModelCreated", model.name, model.image)
         return {"ModelArn": model.arn}

@@ -1,4 +1,4 @@
-"""`python -m emulator up --detach | status | env | down`, run as a user would, on echo replicas."""
+"""`python -m emulator up --detach | status | logs | env | down`, run as a user would, on echo replicas."""
 
 from __future__ import annotations
 
@@ -17,6 +17,11 @@ from tests.emulator.support import endpoint, model, process_gone, variant
 pytestmark = pytest.mark.integration  # real servers: the emulator, test containers, official clients
 
 REPO = Path(__file__).resolve().parents[2]
+ECHO_RUNTIME = {  # the echo container answers /ping and /invocations: enough for an agent runtime replica
+    "agentRuntimeName": "echo_agent",
+    "agentRuntimeArtifact": {"containerConfiguration": {"containerUri": "echo:latest"}},
+    "roleArn": "arn:aws:iam::123456789012:role/echo",
+}
 
 
 def run(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -51,6 +56,7 @@ def test_detached_emulator_lifecycle(tmp_path: Path) -> None:
                 "resources": [
                     model("echo", "echo:latest"),
                     *endpoint("echo", [variant("AllTraffic", "echo", count=2)]),
+                    {"kind": "AgentRuntime", "spec": ECHO_RUNTIME},
                 ]
             }
         )
@@ -94,6 +100,20 @@ def test_detached_emulator_lifecycle(tmp_path: Path) -> None:
         pids = [r["pid"] for r in status["endpoints"][0]["replicas"]]
         emulator_pid = status["emulator"]["pid"]
         assert len(pids) == 2
+        [runtime] = status["agent_runtimes"]
+        assert runtime["status"] == "READY"
+        runtime_replica = runtime["replicas"][0]["id"]
+        pids.append(runtime["replicas"][0]["pid"])
+
+        logs = run(tmp_path, "logs", "-n", "5")
+        assert logs.returncode == 0, logs.stderr
+        headers = [line for line in logs.stdout.splitlines() if line.startswith("==> ")]
+        replica_ids = [r["id"] for r in status["endpoints"][0]["replicas"]] + [runtime_replica]
+        assert [h.split()[1] for h in headers] == replica_ids, "every replica, the agent runtime's too"
+        one = run(tmp_path, "logs", runtime_replica)
+        assert one.returncode == 0 and one.stdout.startswith(f"==> {runtime_replica} (")
+        unknown = run(tmp_path, "logs", "no-such-replica")
+        assert unknown.returncode == 1 and runtime_replica in unknown.stderr
     finally:
         down = run(tmp_path, "down")
     assert down.returncode == 0

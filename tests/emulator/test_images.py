@@ -1,4 +1,4 @@
-"""What an image build takes from the machine (emulator/controller/images.py): the CA bundle and pip's index
+"""What an image build takes from the machine (emulator/images/): the CA bundle and pip's index
 settings for the build stage, proxies as build arguments; which Dockerfile builds which image."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from emulator.config import default_images
-from emulator.controller.images import ImageBuildError, build_config_files, build_requests, proxy_build_args
+from emulator.images import ImageBuildError
+from emulator.images.build import build_requests
+from emulator.images.build_config import build_config_files, proxy_build_args
 from tests.support import docker as docker_support
 
 
@@ -72,7 +74,7 @@ def test_in_ci_a_missing_engine_fails_instead_of_skipping(monkeypatch: pytest.Mo
 
 def test_the_source_hash_follows_the_build_context(tmp_path, monkeypatch):
     """A changed file the build would send changes the hash (the image is rebuilt); nothing else does."""
-    from emulator.controller import images
+    from emulator.images import build as images
 
     (tmp_path / ".dockerignore").write_text("tests\n")
     (tmp_path / "tts").mkdir()

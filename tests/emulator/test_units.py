@@ -6,6 +6,7 @@ import asyncio
 import datetime
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aws_sdk_signers import AsyncEventSigner
@@ -136,7 +137,7 @@ def test_response_streams_are_split_by_default_and_repeatably() -> None:
 
 
 def test_status_says_how_response_streams_are_split() -> None:
-    from emulator.cli import format_status
+    from emulator.status_view import format_status
 
     info = {
         "pid": 1,
@@ -147,6 +148,25 @@ def test_status_says_how_response_streams_are_split() -> None:
     }
     out = format_status({"emulator": info, "endpoints": [], "events": []})
     assert "response streams split: off (one part per container write)" in out
+
+
+def test_logs_cover_the_replicas_of_endpoints_and_agent_runtimes(tmp_path: Path) -> None:
+    from emulator.status_view import format_logs, replicas
+
+    def replica(name: str) -> dict[str, Any]:
+        log = tmp_path / f"{name}.log"
+        log.write_text("".join(f"{name} line {i}\n" for i in range(10)))
+        return {"id": name, "ident": f"pid {len(name)}", "log": str(log)}
+
+    status = {
+        "endpoints": [{"name": "tts", "replicas": [replica("tts-a"), replica("tts-b")]}],
+        "agent_runtimes": [{"name": "agent", "replicas": [replica("agent-v1")]}],
+    }
+    every = replicas(status)
+    assert [r["id"] for r in every] == ["tts-a", "tts-b", "agent-v1"]
+    out = format_logs(every, 2).splitlines()
+    assert out[6] == f"==> agent-v1 (pid 8) {tmp_path / 'agent-v1.log'} <=="
+    assert out[7:] == ["agent-v1 line 8", "agent-v1 line 9"]
 
 
 def _signed_request(secret: str) -> AWSRequest:

@@ -2,7 +2,7 @@
 
 Docker-marked tests run against the engine that answers (`scripts/test` starts one where the machine
 allows it). Where none answers they skip with the reason, except in CI (`CI=true`), where they fail:
-CI must run them. The images come from the repository's Dockerfiles through `emulator.controller.images`, the
+CI must run them. The images come from the repository's Dockerfiles through `emulator.images`, the
 same code as `python -m emulator up --runtime docker`, built once per test session when missing.
 """
 
@@ -16,9 +16,9 @@ import docker
 import pytest
 
 from emulator.config import default_images
-from emulator.controller.images import ensure_images
 from emulator.controller.runtimes import RuntimeUnavailable
 from emulator.controller.runtimes.docker import connect
+from emulator.images.build import ensure_images
 
 # testcontainers' reaper (Ryuk) is an image from Docker Hub; every test removes its own containers.
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")

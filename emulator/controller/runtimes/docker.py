@@ -33,9 +33,9 @@ import docker.errors
 from docker.models.containers import Container
 
 from emulator.config import ImageSpec
-from emulator.controller.processes import free_port, pid_alive
 from emulator.controller.runtimes import BIDI_LABEL, ReplicaHandle, RuntimeUnavailable, StartRequest
 from emulator.controller.runtimes.process import resolve_image
+from emulator.processes import free_port, pid_alive
 
 log = logging.getLogger("emulator.docker")
 

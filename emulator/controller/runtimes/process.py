@@ -18,8 +18,8 @@ import sys
 from collections.abc import Mapping
 
 from emulator.config import ImageSpec
-from emulator.controller.processes import free_port
 from emulator.controller.runtimes import ReplicaHandle, RuntimeUnavailable, StartRequest
+from emulator.processes import free_port
 
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if sys.platform == "linux" else None

@@ -1,6 +1,7 @@
-"""Local server processes for the emulator's tools (the local stack, benchmarks, tests): a free
-loopback port, a child in its own process group that is always reaped with everything it started,
-and a wait for its health check."""
+"""Local processes and ports, below every other layer of the emulator: a free loopback port and
+whether a pid still lives (the runtimes, the record of a running emulator), and for the emulator's
+tools (the local stack, benchmarks, tests) a child server in its own process group that is always
+reaped with everything it started, and a wait for its health check."""
 
 from __future__ import annotations
 

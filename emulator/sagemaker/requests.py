@@ -1,4 +1,5 @@
-"""SageMaker control-plane resources: the request fields boto3's create_* calls send, checked and typed.
+"""SageMaker control-plane requests: the fields boto3's create_* calls send, checked and typed into the
+resources the controller's store keeps.
 
 The same parsers serve the awsJson1.1 API and the YAML manifests, so a manifest `spec` is exactly a
 create_* request. Bad input raises `AwsError("ValidationException", ...)`, which is what SageMaker
@@ -10,44 +11,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from emulator.controller.store import EndpointConfig, Model, Variant
 from emulator.wire.awserrors import AwsError, validation
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 ENV_KEY_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-
-
-@dataclass(frozen=True)
-class Model:
-    name: str
-    arn: str
-    image: str
-    environment: dict[str, str]
-    model_data: str | None
-    created: float
-    request: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Variant:
-    name: str
-    model_name: str
-    instance_type: str
-    instance_count: int
-    weight: float
-    startup_timeout_s: float | None
-    request: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class EndpointConfig:
-    name: str
-    arn: str
-    variants: tuple[Variant, ...]
-    created: float
-    request: dict[str, Any]
 
 
 def arn(region: str, account: str, kind: str, name: str) -> str:

@@ -1,0 +1,216 @@
+"""The emulator as a daemon: its lifecycle, for the command line and the tools that start it.
+
+`foreground` runs the emulator until Ctrl-C (or SIGTERM), printing the `export` lines once the
+manifest's endpoints are InService and its agent runtimes READY; `detach` starts that same command
+(`python -m emulator up`) in its own session, logging to `<home>/emulator.log`, and returns once it is
+ready (`wait_ready`); `down` stops it (SIGTERM, SIGKILL after the grace period plus 15 s) and removes
+the containers a crashed emulator of the same home left. A running emulator records itself in
+`<home>/emulator.json` (`record.py`); `running_record` and `fetch_status` read it back from another
+process. Output meant for the shell is on stdout; progress and errors go to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from emulator.config import EmulatorConfig
+from emulator.controller.runtimes import RuntimeUnavailable
+from emulator.manifest import load_manifest
+from emulator.processes import pid_alive
+from emulator.record import read_record, record_path, write_record
+from emulator.server import Emulator, run_emulator
+
+SECRET_NOTE = "# AWS_SECRET_ACCESS_KEY: the secret paired with this key id in EMULATOR_SIGV4_KEYS"
+LOG_FILE = "emulator.log"
+
+
+class DaemonError(RuntimeError):
+    """A failure to report in one line (the command exits with status 1)."""
+
+
+def export_lines(env: dict[str, str], keys_configured: bool) -> str:
+    lines = [f"export {name}={value}" for name, value in env.items()]
+    if keys_configured:
+        lines.append(SECRET_NOTE)
+    return "\n".join(lines)
+
+
+def public_env(config: EmulatorConfig, emu: Emulator) -> dict[str, str]:
+    """The emulator's environment for clients; without the secret when SigV4 keys are configured."""
+    env = dict(emu.env)
+    if config.sigv4_keys:
+        env.pop("AWS_SECRET_ACCESS_KEY")
+    return env
+
+
+def _write_record(config: EmulatorConfig, emu: Emulator, ready: bool, manifest: str) -> None:
+    env = public_env(config, emu)
+    write_record(
+        config, {**emu.info(), "ready": ready, "manifest": manifest, "env": env, "home": str(config.home_dir)}
+    )
+
+
+# up -----------------------------------------------------------------------------------------------
+
+
+def ensure_not_running(config: EmulatorConfig) -> None:
+    running = read_record(config)
+    if running is not None:
+        raise DaemonError(
+            f"an emulator is already running (pid {running['pid']}); stop it with `python -m emulator down`"
+        )
+
+
+async def serve(config: EmulatorConfig, manifest_path: str) -> None:
+    """Run the emulator until SIGINT or SIGTERM, recording itself (not ready, then ready) meanwhile."""
+    manifest = load_manifest(manifest_path)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    path = record_path(config)
+    async with run_emulator(config, manifest, wait=False) as emu:
+        try:
+            _write_record(config, emu, False, manifest_path)
+            waiting = loop.create_task(emu.wait_in_service(manifest))
+            stopping = loop.create_task(stop.wait())
+            await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not waiting.done():
+                waiting.cancel()
+                return
+            stopping.cancel()
+            waiting.result()
+            _write_record(config, emu, True, manifest_path)
+            names = ", ".join(manifest.endpoints) or "none"
+            runtimes = ", ".join(f"{name} ({emu.runtime_arn(name)})" for name in manifest.agent_runtimes)
+            print(
+                f"# emulator ready (pid {os.getpid()}): endpoints InService: {names}; "
+                f"agent runtimes READY: {runtimes or 'none'}",
+                flush=True,
+            )
+            print(f"# control plane + runtime {emu.http_url}, bidirectional stream {emu.h2_url}", flush=True)
+            print(export_lines(public_env(config, emu), bool(config.sigv4_keys)), flush=True)
+            await stop.wait()
+            print("# stopping: terminating replicas", file=sys.stderr, flush=True)
+        finally:
+            record = read_record(config)
+            if record is not None and record.get("pid") == os.getpid():
+                path.unlink(missing_ok=True)
+
+
+def foreground(config: EmulatorConfig, manifest_path: str) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per health probe otherwise
+    asyncio.run(serve(config, manifest_path))
+
+
+def detach(config: EmulatorConfig, manifest_path: str) -> None:
+    """Start `up` in its own session, logging to <home>/emulator.log; return once it is ready."""
+    config.home_dir.mkdir(parents=True, exist_ok=True)
+    log_path = config.home_dir / LOG_FILE
+    argv = [sys.executable, "-m", "emulator", "up", "-f", str(manifest_path), "--home", str(config.home_dir)]
+    argv += [
+        "--runtime",
+        config.runtime,
+        "--http-port",
+        str(config.http_port),
+        "--h2-port",
+        str(config.h2_port),
+    ]
+    if config.runtime == "docker":
+        argv.append("--no-build")  # built before, with the progress on this terminal
+    with log_path.open("wb") as log:
+        child = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    record = wait_ready(config, child, log_path, config.startup_timeout_s + 60)
+    print(f"# emulator ready (pid {child.pid}, log {log_path}); stop it with `python -m emulator down`")
+    print(export_lines(record["env"], bool(config.sigv4_keys)))
+
+
+def wait_ready(
+    config: EmulatorConfig, child: subprocess.Popen, log_path: Path, timeout_s: float
+) -> dict[str, Any]:
+    """Wait until the `up` process `child` records itself ready in its home; return that record."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if child.poll() is not None:
+            tail = log_path.read_text(errors="replace").strip().splitlines()[-15:]
+            raise DaemonError(f"the emulator exited with status {child.returncode}:\n" + "\n".join(tail))
+        record = read_record(config)
+        if record is not None and record.get("pid") == child.pid and record.get("ready"):
+            return record
+        time.sleep(0.2)
+    child.terminate()
+    raise DaemonError(f"the emulator was not ready after {timeout_s:g} s (log: {log_path})")
+
+
+# down ---------------------------------------------------------------------------------------------
+
+
+def down(config: EmulatorConfig) -> None:
+    """Stop the running emulator of this home (it stops its replicas), if there is one."""
+    record = read_record(config)
+    if record is None:
+        print("no running emulator", file=sys.stderr)
+        _remove_leftover_containers(config)
+        return
+    pid = int(record["pid"])
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + config.stop_grace_s + 15
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        print(f"emulator (pid {pid}) did not stop in time: killed", file=sys.stderr)
+    else:
+        print(f"emulator (pid {pid}) stopped", file=sys.stderr)
+    record_path(config).unlink(missing_ok=True)
+    if record.get("runtime") == "docker":
+        _remove_leftover_containers(config)
+
+
+def _remove_leftover_containers(config: EmulatorConfig) -> None:
+    """Remove the containers a dead emulator of this home left (where an engine answers)."""
+    from emulator.controller.runtimes.docker import connect, remove_leftovers
+
+    try:
+        removed = remove_leftovers(connect(), config.home_dir.resolve())
+    except RuntimeUnavailable:
+        return
+    if removed:
+        print(f"removed {len(removed)} container(s) the emulator left: {', '.join(removed)}", file=sys.stderr)
+
+
+# a running emulator, from another process -----------------------------------------------------------
+
+
+def running_record(config: EmulatorConfig) -> dict[str, Any]:
+    record = read_record(config)
+    if record is None:
+        raise DaemonError(
+            f"no running emulator (home {config.home_dir}); start one with `python -m emulator up`"
+        )
+    return record
+
+
+def fetch_status(record: dict[str, Any]) -> dict[str, Any]:
+    """`GET /_emulator/status` of the running emulator `record` describes (admin.py)."""
+    try:
+        return httpx.get(f"{record['http_url']}/_emulator/status", timeout=5, trust_env=False).json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise DaemonError(
+            f"the emulator (pid {record['pid']}) does not answer at {record['http_url']}: {exc}"
+        ) from exc

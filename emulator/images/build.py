@@ -1,0 +1,168 @@
+"""Building the images from the repository's Dockerfiles: `ensure_images` builds what is missing or
+out of date (its sources changed since it was built), on the base `base.resolve_base` picks, with the
+machine's settings from `build_config`, streaming each step to `progress`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import docker
+import docker.errors
+from docker.utils.build import create_archive, exclude_paths
+
+from emulator.config import ImageSpec
+from emulator.controller.runtimes.process import resolve_image
+from emulator.images import ImageBuildError, Progress, docker_client, image_exists, quiet
+from emulator.images.base import DEFAULT_BASE, resolve_base
+from emulator.images.build_config import build_config_files, pip_settings, proxy_build_args
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCE_LABEL = "voice-agent-aws.source"
+"""A hash of the build context an image was built from: a changed source rebuilds it (cached steps
+stay cached), an unchanged one is used as it is."""
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    image: str
+    dockerfile: str
+    """Relative to the repository root (the build context)."""
+
+
+def _context_files(dockerfile: str) -> list[str]:
+    ignore = REPO / ".dockerignore"
+    patterns = [p for p in ignore.read_text().splitlines() if p.strip() and not p.startswith("#")]
+    files = sorted(exclude_paths(str(REPO), patterns, dockerfile=dockerfile))
+    if dockerfile not in files:
+        files.append(dockerfile)
+    return files
+
+
+def source_hash(dockerfile: str) -> str:
+    """The hash of what a build of `dockerfile` would send (file names and contents)."""
+    digest = hashlib.sha256()
+    for name in _context_files(dockerfile):
+        path = REPO / name
+        if path.is_file() and not path.is_symlink():
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _context(dockerfile: str, extra: Mapping[str, str]) -> IO[bytes]:
+    return create_archive(str(REPO), files=_context_files(dockerfile), extra_files=list(extra.items()))
+
+
+def build_image(
+    client: docker.DockerClient,
+    request: BuildRequest,
+    base: str,
+    progress: Progress = quiet,
+    environ: Mapping[str, str] | None = None,
+) -> None:
+    """Build `request.image` from its Dockerfile on `base`, streaming each step to `progress`."""
+    env = os.environ if environ is None else environ
+    if not (REPO / request.dockerfile).is_file():
+        raise ImageBuildError(f"no Dockerfile {request.dockerfile} under {REPO} to build {request.image}")
+    name = request.image.rsplit("/", 1)[-1]
+    context = _context(request.dockerfile, build_config_files(env, pip_settings()))
+    started = time.monotonic()
+    progress(f"[{name}] building {request.image} from {request.dockerfile} (base {base})")
+    last: list[str] = []
+    try:
+        with context:
+            for chunk in client.api.build(
+                fileobj=context,
+                custom_context=True,
+                dockerfile=request.dockerfile,
+                tag=request.image,
+                buildargs={"BASE_IMAGE": base, **proxy_build_args(env)},
+                labels={SOURCE_LABEL: source_hash(request.dockerfile)},
+                network_mode="host",
+                rm=True,
+                forcerm=True,
+                decode=True,
+            ):
+                if "error" in chunk:
+                    detail = chunk.get("errorDetail", {}).get("message") or chunk["error"]
+                    tail = "\n".join(last[-10:])
+                    raise ImageBuildError(f"building {request.image} failed: {detail.strip()}\n{tail}")
+                for line in str(chunk.get("stream", "")).splitlines():
+                    if line.strip():
+                        last.append(line)
+                        if line.startswith("Step "):
+                            progress(f"[{name}] {line}")
+    except docker.errors.APIError as exc:
+        raise ImageBuildError(f"building {request.image} failed: {exc.explanation or exc}") from exc
+    progress(f"[{name}] built {request.image} in {time.monotonic() - started:.0f} s")
+
+
+def build_requests(images: Iterable[str], specs: Mapping[str, ImageSpec]) -> list[BuildRequest]:
+    """The image -> Dockerfile pairs for `images` (an image no spec builds raises ImageBuildError)."""
+    requests = []
+    for image in dict.fromkeys(images):
+        spec = resolve_image(specs, image)
+        if spec is None or spec.dockerfile is None:
+            known = ", ".join(sorted(k for k, s in specs.items() if s.dockerfile)) or "none"
+            raise ImageBuildError(
+                f"image {image} is not present and no Dockerfile is known for it (buildable: {known}); "
+                f"build or pull it, or map it under `images:` with a `dockerfile:`"
+            )
+        requests.append(BuildRequest(image, spec.dockerfile))
+    return requests
+
+
+def missing_images(client: docker.DockerClient, images: Iterable[str]) -> list[str]:
+    return [image for image in dict.fromkeys(images) if not image_exists(client, image)]
+
+
+def stale_images(
+    client: docker.DockerClient, images: Iterable[str], specs: Mapping[str, ImageSpec]
+) -> list[str]:
+    """Present images built from this repository whose sources changed since (their label says)."""
+    stale = []
+    for image in dict.fromkeys(images):
+        spec = resolve_image(specs, image)
+        if spec is None or spec.dockerfile is None or not image_exists(client, image):
+            continue
+        labels = client.images.get(image).labels or {}
+        if labels.get(SOURCE_LABEL) != source_hash(spec.dockerfile):
+            stale.append(image)
+    return stale
+
+
+def ensure_images(
+    images: Iterable[str],
+    specs: Mapping[str, ImageSpec],
+    *,
+    build: bool = True,
+    base: str = DEFAULT_BASE,
+    progress: Progress = quiet,
+    client: docker.DockerClient | None = None,
+) -> list[str]:
+    """Build the missing ones of `images`, and those whose sources in this repository changed since
+    they were built (or, with `build=False`, refuse the missing and use the present as they are);
+    return what was built."""
+    client = client or docker_client()
+    missing = missing_images(client, images)
+    if not build:
+        if missing:
+            raise ImageBuildError(
+                f"image(s) {', '.join(missing)} not present and building is off (--no-build); "
+                "build them (drop --no-build) or pull them first"
+            )
+        return []
+    wanted = [*missing, *stale_images(client, images, specs)]
+    if not wanted:
+        return []
+    requests = build_requests(wanted, specs)
+    chosen = resolve_base(client, base, progress)
+    for request in requests:
+        build_image(client, request, chosen, progress)
+    return [r.image for r in requests]

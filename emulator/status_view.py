@@ -1,0 +1,123 @@
+"""What `python -m emulator status` and `logs` print from a running emulator's status (the JSON of
+`GET /_emulator/status`, admin.py): tables of endpoints, agent runtimes, failure reasons, replicas and
+recent events; the end of every replica's log (endpoints' and agent runtimes' alike)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _age(seconds: float | None) -> str:
+    if not seconds:
+        return "-"
+    seconds = max(0, int(time.time() - seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
+
+
+def _replica_row(r: dict[str, Any], owner: str) -> list[str]:
+    return [
+        r["id"],
+        owner,
+        r["variant"],
+        r["deployment"],
+        r["phase"],
+        "yes" if r["ready"] else "no",
+        str(r["restarts"]),
+        str(r["sessions"]),
+        str(r["port"] or "-"),
+        r["ident"] or "-",
+        _age(r["started"]),
+    ]
+
+
+def format_status(status: dict[str, Any]) -> str:
+    info = status["emulator"]
+    out = [
+        f"emulator pid {info.get('pid')}  {info.get('http_url')}  {info.get('h2_url')}  "
+        f"runtime {info.get('runtime')}",
+        f"response streams split: {info.get('rechunk', '-')}",
+        "",
+    ]
+    endpoints = [["ENDPOINT", "STATUS", "CONFIG", "VARIANTS", "READY", "AGE"]]
+    replicas = [
+        [
+            "REPLICA",
+            "ENDPOINT",
+            "VARIANT",
+            "ROLE",
+            "PHASE",
+            "READY",
+            "RESTARTS",
+            "SESSIONS",
+            "PORT",
+            "PROCESS",
+            "AGE",
+        ]
+    ]
+    for ep in status["endpoints"]:
+        variants = ",".join(f"{v['name']}({v['instance_type']})" for v in ep["variants"]) or "-"
+        ready = sum(v["ready"] for v in ep["variants"])
+        desired = sum(v["desired"] for v in ep["variants"])
+        endpoints.append(
+            [ep["name"], ep["status"], ep["config"], variants, f"{ready}/{desired}", _age(ep["created"])]
+        )
+        for r in ep["replicas"]:
+            replicas.append(_replica_row(r, ep["name"]))
+    out.append(_table(endpoints))
+    runtimes = [["AGENT RUNTIME", "STATUS", "VERSION", "ENDPOINTS", "ARN", "AGE"]]
+    for rt in status.get("agent_runtimes", []):
+        endpoints_of = ",".join(rt["endpoints"])
+        runtimes.append(
+            [rt["name"], rt["status"], str(rt["version"]), endpoints_of, rt["arn"], _age(rt["created"])]
+        )
+        for r in rt["replicas"]:
+            replicas.append(_replica_row(r, rt["name"]))
+    if len(runtimes) > 1:
+        out += ["", _table(runtimes)]
+    failures = [
+        f"  {item['name']}: {item['failure_reason']}"
+        for item in [*status["endpoints"], *status.get("agent_runtimes", [])]
+        if item.get("failure_reason")
+    ]
+    if failures:
+        out += ["", "FAILURE REASONS", *failures]
+    if len(replicas) > 1:
+        out += ["", _table(replicas)]
+    events = [["AGE", "TYPE", "REASON", "OBJECT", "MESSAGE"]]
+    events += [
+        [_age(e["time"]), e["type"], e["reason"], e["object"], e["message"]] for e in status["events"][-15:]
+    ]
+    if len(events) > 1:
+        out += ["", "EVENTS", _table(events)]
+    return "\n".join(out)
+
+
+def replicas(status: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every replica: the endpoints', then the agent runtimes' (the order of the status table)."""
+    owners = [*status["endpoints"], *status.get("agent_runtimes", [])]
+    return [replica for owner in owners for replica in owner["replicas"]]
+
+
+def format_logs(chosen: list[dict[str, Any]], tail: int) -> str:
+    """The last `tail` lines of each replica's log (process or container output), under a header."""
+    blocks = []
+    for replica in chosen:
+        try:
+            lines = Path(replica["log"]).read_text(errors="replace").splitlines()
+        except OSError:
+            lines = []
+        header = f"==> {replica['id']} ({replica['ident'] or 'not running'}) {replica['log']} <=="
+        blocks.append(header + "\n" + "\n".join(lines[-tail:]))
+    return "\n".join(blocks)

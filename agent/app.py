@@ -5,24 +5,26 @@ The entrypoint returns its own `StreamingResponse` (which the SDK passes through
 dicts for the SDK to stream: the SDK bridges a generator through a worker thread and, when the client
 goes away, abandons it without closing it, so the turn would keep its TTS session open and the
 endpoint would keep computing audio nobody hears. Here the turn's generator is the response body:
-a disconnect cancels it, and the turn cancels its speech (barge-in). Payload errors are answered
-in-band with a typed `error` event and `agent_end`.
+a disconnect cancels it, and the turn cancels its speech (barge-in) and stops its model
+(agent.model.text_deltas). Payload errors, and a turn asked of a session that is still answering one,
+are answered in-band with a typed `error` event and `agent_end`; a body that cannot be parsed is the
+SDK's 400.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
 from typing import Any
 
 from bedrock_agentcore.runtime import BedrockAgentCoreApp
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agent.config import AgentConfig
-from agent.events import Event, EventClock, agent_end, error
-from agent.model import Conversations, text_deltas
+from agent.events import Event, EventClock, TurnError, agent_end, error
+from agent.model import Conversations, SessionBusy, answering, text_deltas
 from agent.modes import MODES, Turn
 from agent.sagemaker_client import bidirectional_client
 from agent.tts_session import TTSSession
@@ -30,31 +32,53 @@ from tts.sse import encode_event
 
 AUDIO_FORMATS = ("pcm", "wav", "mp3", "aac", "opus")
 MAX_PROMPT_CHARS = 4000
+# The web page's icon (a sound wave), at the address browsers ask for; SVG, which they all take.
+FAVICON_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'
+    '<rect width="32" height="32" rx="7" fill="#0060c7"/><g fill="#fff">'
+    '<rect x="5" y="13" width="3" height="6" rx="1.5"/><rect x="10.5" y="8" width="3" height="16" rx="1.5"/>'
+    '<rect x="16" y="4" width="3" height="24" rx="1.5"/>'
+    '<rect x="21.5" y="10" width="3" height="12" rx="1.5"/>'
+    "</g></svg>"
+)
 
 
-class PayloadError(ValueError):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+class PayloadError(TurnError):
+    """A payload the turn cannot run; answered in-band with its code."""
+
+
+def _text(payload: dict[str, Any], name: str, default: str, code: str) -> str:
+    value = payload.get(name, default)
+    if not isinstance(value, str):
+        raise PayloadError(code, f"'{name}' must be a string, got {type(value).__name__}")
+    return value
 
 
 def parse_turn(payload: Any, config: AgentConfig) -> Turn:
+    """The turn a payload asks for; every field's type and value is checked here, so nothing the
+    client sends reaches the turn unchecked (an unhashable `mode` once ended the response unanswered)."""
     if not isinstance(payload, dict):
         raise PayloadError("invalid_payload", "the payload must be a JSON object")
-    prompt = payload.get("prompt")
-    if not isinstance(prompt, str) or not prompt.strip():
+    if "prompt" not in payload:
+        raise PayloadError("missing_prompt", "'prompt' is required")
+    prompt = _text(payload, "prompt", "", "invalid_prompt")
+    if not prompt.strip():
         raise PayloadError("missing_prompt", "'prompt' must be a non-empty string")
     if len(prompt) > MAX_PROMPT_CHARS:
         raise PayloadError(
             "prompt_too_long", f"'prompt' has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}"
         )
-    mode = payload.get("mode", "bidi")
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PayloadError("invalid_prompt", "'prompt' holds a lone surrogate, which is not text") from None
+    mode = _text(payload, "mode", "bidi", "invalid_mode")
     if mode not in MODES:
         raise PayloadError("invalid_mode", f"'mode' must be 'bidi' or 'batch', got {mode!r}")
-    voice = payload.get("voice", config.tts_voice)
-    if not isinstance(voice, str) or not voice:
+    voice = _text(payload, "voice", config.tts_voice, "invalid_voice")
+    if not voice:
         raise PayloadError("invalid_voice", "'voice' must be a non-empty string")
-    audio_format = payload.get("format", config.tts_format)
+    audio_format = _text(payload, "format", config.tts_format, "invalid_format")
     if audio_format not in AUDIO_FORMATS:
         raise PayloadError(
             "invalid_format", f"'format' must be one of {', '.join(AUDIO_FORMATS)}, got {audio_format!r}"
@@ -66,6 +90,27 @@ def parse_turn(payload: Any, config: AgentConfig) -> Turn:
         audio_format=audio_format,
         first_fragment_min_words=config.first_fragment_min_words,
     )
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _parsed_first(handle: Handler) -> Handler:
+    """The SDK's `/invocations`, with the body parsed first. The SDK answers a body that is not JSON
+    with 400 but lets what Python's parser refuses in valid JSON escape as a bare 500: an integer of
+    more than 4,300 digits (ValueError) or nesting deeper than the recursion limit (RecursionError).
+    Those get the SDK's own 400; the parsed body is cached on the request, so the SDK reads it again
+    for free."""
+
+    async def invocations(request: Request) -> Response:
+        try:
+            await request.json()
+        except (ValueError, RecursionError) as exc:
+            detail = str(exc) if isinstance(exc, ValueError) else "the JSON is nested too deeply"
+            return JSONResponse({"error": "Invalid JSON", "details": detail}, status_code=400)
+        return await handle(request)
+
+    return invocations
 
 
 class Speech:
@@ -91,12 +136,14 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
     async def events(payload: Any, session_id: str | None) -> AsyncIterator[Event]:
         try:
             turn = parse_turn(payload, config)
-        except PayloadError as exc:
+            agent = conversations.for_session(session_id)
+            if answering(agent):
+                raise SessionBusy()
+        except TurnError as exc:
             clock = EventClock()
             yield error(clock, exc.code, str(exc))
             yield agent_end(clock, ok=False)
             return
-        agent = conversations.for_session(session_id)
         async for event in MODES[turn.mode](
             turn, lambda prompt: text_deltas(agent, prompt), speech.open_session
         ):
@@ -112,8 +159,16 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
             sse(payload, getattr(context, "session_id", None)), media_type="text/event-stream"
         )
 
+    routes = app.router.routes
+    at = next(i for i, route in enumerate(routes) if getattr(route, "path", None) == "/invocations")
+    routes[at] = Route("/invocations", _parsed_first(routes[at].endpoint), methods=["POST"])
+
     async def page(request: Request) -> HTMLResponse:
         return HTMLResponse((resources.files("agent") / "web" / "index.html").read_text(encoding="utf-8"))
 
+    async def favicon(request: Request) -> Response:
+        return Response(FAVICON_SVG, media_type="image/svg+xml")
+
     app.router.routes.append(Route("/", page, methods=["GET"]))
+    app.router.routes.append(Route("/favicon.ico", favicon, methods=["GET"]))
     return app

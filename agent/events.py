@@ -66,6 +66,15 @@ def error(clock: EventClock, code: str, message: str) -> Event:
     return clock.event("error", code=code, message=message)
 
 
+class TurnError(Exception):
+    """A failure a turn reports as an `error` event with a code of its own (a bad payload, a session
+    that is already answering), instead of the exception's class name."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 def read_events(chunks: Iterable[bytes]) -> Iterator[tuple[float, Event]]:
     """The events of an SSE body as its chunks arrive, each with the `time.perf_counter()` of the chunk
     that completed it."""

@@ -6,15 +6,45 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from strands import Agent
 from strands.models.bedrock import BedrockModel
+from strands.types.exceptions import ConcurrencyException
 
 from agent.config import AgentConfig
+from agent.events import TurnError
 
 MAX_CONVERSATIONS = 256
+RELEASE_WAIT_S = 2.0
+"""How long a turn waits for its session's abandoned previous answer to let go of the agent. Strands
+stops it at the model's next chunk (one token: 0.05-0.3 s from the local model), and the client that
+abandoned a turn often asks the next question at once (barge-in)."""
+
+
+class SessionBusy(TurnError):
+    def __init__(self) -> None:
+        super().__init__(
+            "session_busy",
+            "this session is already answering a turn: one turn at a time per session",
+        )
+
+
+class _Answer:
+    """One answer being generated: its task, and the signal that stops it (set once nobody reads it)."""
+
+    def __init__(self, task: asyncio.Task[None], stop: threading.Event) -> None:
+        self.task = task
+        self.stop = stop
+
+
+_ANSWERS: dict[Agent, _Answer] = {}
+"""The answer each agent is generating (a strong reference: an abandoned one runs on until it stops)."""
+_END = object()
 
 
 def build_model(config: AgentConfig) -> BedrockModel:
@@ -25,12 +55,62 @@ def build_agent(config: AgentConfig, model: BedrockModel) -> Agent:
     return Agent(model=model, system_prompt=config.system_prompt, callback_handler=None)
 
 
+def answering(agent: Agent) -> bool:
+    """Whether `agent` is generating an answer someone still reads."""
+    answer = _ANSWERS.get(agent)
+    return answer is not None and not answer.task.done() and not answer.stop.is_set()
+
+
 async def text_deltas(agent: Agent, prompt: str) -> AsyncIterator[str]:
-    """The speakable text of the answer as it streams: text deltas, without reasoning or citations."""
-    async for event in agent.stream_async(prompt):
-        data = event.get("data")
-        if isinstance(data, str) and data and not event.get("reasoning") and "citation" not in event:
-            yield data
+    """The speakable text of the answer as it streams: text deltas, without reasoning or citations.
+
+    The agent runs in a task of its own and hands its deltas over through a queue. A consumer that
+    stops early (its client went away, the turn failed) sets Strands' `cancel_signal`, and Strands
+    closes the Bedrock stream at the model's next chunk. Tearing the agent's generator down instead
+    would not stop the model: Strands reads the stream in a worker thread that looks only at that
+    signal, and it would read the rest of the answer for nobody (about 9 s of the local model's time,
+    which every other session waits behind).
+
+    One answer at a time per agent: an abandoned one is waited for (up to RELEASE_WAIT_S), a live one
+    makes this raise `SessionBusy`.
+    """
+    previous = _ANSWERS.get(agent)
+    if previous is not None:
+        if previous.stop.is_set():
+            await asyncio.wait({previous.task}, timeout=RELEASE_WAIT_S)
+        if not previous.task.done():
+            raise SessionBusy()
+    stop = threading.Event()
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    answer = _Answer(asyncio.create_task(_answer(agent, prompt, stop, queue.put_nowait)), stop)
+    _ANSWERS[agent] = answer
+
+    def forget(_: asyncio.Task[None]) -> None:
+        if _ANSWERS.get(agent) is answer:
+            del _ANSWERS[agent]
+
+    answer.task.add_done_callback(forget)
+    try:
+        while (item := await queue.get()) is not _END:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()  # no effect on an answer that is complete
+
+
+async def _answer(agent: Agent, prompt: str, stop: threading.Event, put: Callable[[Any], None]) -> None:
+    try:
+        async for event in agent.stream_async(prompt, cancel_signal=stop):
+            data = event.get("data")
+            if isinstance(data, str) and data and not event.get("reasoning") and "citation" not in event:
+                put(data)
+    except ConcurrencyException:
+        put(SessionBusy())
+    except Exception as exc:
+        put(exc)
+    finally:
+        put(_END)
 
 
 class Conversations:

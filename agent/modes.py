@@ -13,6 +13,7 @@ the comparison measures only when text is sent, not connection setup.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from agent.chunker import IncrementalSentenceChunker
 from agent.events import (
     Event,
     EventClock,
+    TurnError,
     agent_end,
     agent_start,
     audio_chunk,
@@ -33,6 +35,8 @@ from agent.tts_session import Audio, TTSSession, TTSStreamError
 TextSource = Callable[[str], AsyncIterator[str]]
 SessionOpener = Callable[[], Awaitable[TTSSession]]
 Emit = Callable[[Event], None]
+
+log = logging.getLogger("agent.modes")
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,9 @@ async def _guarded(events: AsyncIterator[Event], clock: EventClock, tally: _Tall
     except TTSStreamError as exc:
         ok = False
         yield error(clock, "tts_stream_error", str(exc))
+    except TurnError as exc:
+        ok = False
+        yield error(clock, exc.code, str(exc))
     except Exception as exc:
         ok = False
         yield error(clock, type(exc).__name__, str(exc) or type(exc).__name__)
@@ -224,13 +231,18 @@ async def _release(session_task: asyncio.Future[TTSSession]) -> None:
 
 
 async def _close(session_task: asyncio.Future[TTSSession]) -> None:
+    """Close the session; a failure to close is logged, never raised: the turn's events are already
+    out, and an exception here would cut the client's response after its `agent_end`."""
     if not session_task.done():
         session_task.cancel()
     try:
         session = await session_task
     except (asyncio.CancelledError, Exception):
         return
-    await session.aclose()
+    try:
+        await session.aclose()
+    except (asyncio.CancelledError, Exception):
+        log.warning("closing the TTS session failed", exc_info=True)
 
 
 MODES = {"bidi": run_bidi, "batch": run_batch}

@@ -183,7 +183,11 @@ class TTSSession:
 
     async def aclose(self) -> None:
         """Close the session. A session that was not finished was abandoned (barge-in, a client that
-        went away): cancel what is queued first, so the endpoint stops computing unwanted audio."""
+        went away): cancel what is queued first, so the endpoint stops computing unwanted audio.
+
+        Closing may raise CancelledError: a reader of `chunks()` cancelled before the endpoint had
+        answered (a turn refused at once) cancels the official client's output future, and its
+        `close()` awaits that future. The caller must not let that end its own response."""
         # The stream may already be broken; closing must not mask the error that brought us here.
         with contextlib.suppress(Exception):
             if not self._finished:

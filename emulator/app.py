@@ -10,12 +10,14 @@ are configured) is checked once for every AWS face, before its route runs (emula
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from quart import Quart
+from quart import Quart, Response, request
+from werkzeug.exceptions import HTTPException
 
 from emulator.admin import admin_blueprint
 from emulator.agentcore.cloudformation import cloudformation_blueprint
@@ -31,6 +33,9 @@ from emulator.sagemaker.bidirectional import bidi_blueprint
 from emulator.sagemaker.control_plane import ControlPlane, control_plane_blueprint
 from emulator.sagemaker.invoke import classic_blueprint
 from emulator.wire import auth
+from emulator.wire.awserrors import AwsError, json_protocol_error
+
+logger = logging.getLogger("emulator.app")
 
 
 @dataclass(frozen=True)
@@ -60,4 +65,30 @@ def create_app(services: Services) -> Quart:
     app.register_blueprint(sts_blueprint(services.config))
     app.register_blueprint(cloudformation_blueprint(services.config, runtimes))
     app.register_blueprint(admin_blueprint(services.store, services.info))
+    _answer_the_rest_as_aws(app)
     return app
+
+
+def _answer_the_rest_as_aws(app: Quart) -> None:
+    """What no face's own envelope answers is still an AWS error, in the JSON envelope both botocore's
+    JSON parsers read (code in `x-amzn-ErrorType` and `__type`): a path or method no face serves
+    (`UnknownOperationException`, 404, as AWS answers one, `../admin` and the like included), a
+    refused signature on such a path, and an unexpected failure (`InternalServerException`, 500),
+    instead of Quart's HTML pages."""
+
+    async def aws_error(err: AwsError) -> Response:
+        return json_protocol_error(err)
+
+    async def no_such_operation(err: HTTPException) -> Response:
+        status = err.code or 404
+        code = "UnknownOperationException" if status in (404, 405) else "ValidationException"
+        message = f"{request.method} {request.path} is not an operation of this service"
+        return json_protocol_error(AwsError(code, message, 404 if status == 405 else status))
+
+    async def internal(err: Exception) -> Response:
+        logger.exception("unexpected failure serving %s %s", request.method, request.path)
+        return json_protocol_error(AwsError("InternalServerException", f"internal error: {err!r}", 500))
+
+    app.register_error_handler(AwsError, aws_error)
+    app.register_error_handler(HTTPException, no_such_operation)
+    app.register_error_handler(Exception, internal)

@@ -12,7 +12,8 @@ arrives, `text/event-stream` included. The session id (`X-Amzn-Bedrock-AgentCore
 33 to 256 characters) is generated when absent and returned in the response header.
 
 Errors as the service models them (body `{"message": ...}`, code in `x-amzn-ErrorType`):
-`ValidationException` 400 (bad session id, malformed ARN), `ResourceNotFoundException` 404 (unknown
+`ValidationException` 400 (bad session id, malformed ARN, a bare runtime id without `accountId`),
+`AccessDeniedException` 403 (another account's runtime), `ResourceNotFoundException` 404 (unknown
 runtime or qualifier, a runtime whose creation failed), `RetryableConflictException` 409 (the runtime
 is still CREATING), `RuntimeClientError` 424 (the container answered non-2xx, is not answering, or
 could not be reached). A container that breaks off mid-answer breaks off the client's response too
@@ -150,9 +151,15 @@ class Invocation:
 
 
 def resolve(
-    control: AgentRuntimeControl, target: str, qualifier: str | None, session_id: str | None
+    control: AgentRuntimeControl,
+    target: str,
+    qualifier: str | None,
+    session_id: str | None,
+    account_id: str | None = None,
 ) -> Invocation:
-    """The runtime named by an ARN (or its id), the qualifier, and a checked session id."""
+    """The runtime named by an ARN (or by its id with `accountId`, as the service requires), the
+    qualifier, and a checked session id. Another account's runtime is refused as AWS refuses a caller
+    without a grant on it (AccessDeniedException), by ARN or by id; this emulator is one account."""
     if session_id is not None and not 33 <= len(session_id) <= 256:
         raise field_error(
             "runtimeSessionId",
@@ -167,9 +174,16 @@ def resolve(
                 "agentRuntimeArn",
                 f"{target} is not an agent runtime ARN (arn:aws:bedrock-agentcore:REGION:ACCOUNT:runtime/ID)",
             )
-        if (parts[3], parts[4]) != (control.region, control.account_id):
+        if parts[4] != control.account_id:
+            raise access_denied(control, target)
+        if parts[3] != control.region:
             raise not_found(f"No agent runtime {target} in account {control.account_id} in {control.region}")
         runtime_id = parts[5].removeprefix("runtime/")
+    elif account_id is None:
+        raise field_error("accountId", "accountId is required when the agent runtime is named by its id")
+    elif account_id != control.account_id:
+        arn = f"arn:aws:bedrock-agentcore:{control.region}:{account_id}:runtime/{target}"
+        raise access_denied(control, arn)
     runtime = control.store.agent_runtimes.get(runtime_id)
     if runtime is None or runtime.status == "DELETING":
         raise not_found(f"No agent runtime found for {target}")
@@ -195,6 +209,15 @@ def resolve(
     return Invocation(runtime, replica, session_id or f"emulator-{uuid.uuid4()}")
 
 
+def access_denied(control: AgentRuntimeControl, resource: str) -> AwsError:
+    return AwsError(
+        "AccessDeniedException",
+        f"User: arn:aws:iam::{control.account_id}:user/emulator is not authorized to perform: "
+        f"bedrock-agentcore:InvokeAgentRuntime on resource: {resource}",
+        403,
+    )
+
+
 def runtime_client_error(message: str) -> AwsError:
     return AwsError("RuntimeClientError", message, 424)
 
@@ -212,7 +235,9 @@ def agentcore_runtime_blueprint(
             if len(body) > MAX_PAYLOAD:
                 raise field_error("payload", f"Member must have length less than or equal to {MAX_PAYLOAD}")
             qualifier = request.args.get("qualifier")
-            call = resolve(control, target, qualifier, request.headers.get(SESSION_HEADER))
+            call = resolve(
+                control, target, qualifier, request.headers.get(SESSION_HEADER), request.args.get("accountId")
+            )
         except AwsError as err:
             return agentcore_error(err)
         headers = {h: request.headers[h] for h in FORWARDED if h in request.headers}

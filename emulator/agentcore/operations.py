@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from emulator.controller.reconcile import Controller
-from emulator.controller.resources import Model
-from emulator.controller.store import AgentRuntime, Replica, RuntimeEndpoint, Store
+from emulator.controller.store import AgentRuntime, Model, Replica, RuntimeEndpoint, Store
 from emulator.wire.awserrors import AwsError
 
 RUNTIME_NAME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
@@ -376,15 +375,25 @@ class AgentRuntimeControl:
         return {"status": "DELETING", "agentRuntimeId": runtime.id, "endpointName": endpoint.name}
 
 
+def _whole(body: Mapping[str, Any], name: str, default: int) -> int:
+    """A whole-number member: an int in the JSON body, digits in the query string."""
+    value = body.get(name)
+    if value is None or value == "":
+        return default
+    if isinstance(value, str) and value.lstrip("-").isdigit() and len(value) <= 18:
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise field_error(name, f"Member must be a whole number, got {type(value).__name__}")
+
+
 def _page(items: list[dict[str, Any]], key: str, body: Mapping[str, Any]) -> dict[str, Any]:
     """`maxResults` items from the offset in `nextToken`."""
-    try:
-        size = int(body.get("maxResults") or 100)
-        start = int(body.get("nextToken") or 0)
-    except ValueError as exc:
-        raise field_error("nextToken", f"not a token this API returned: {exc}") from exc
+    size, start = _whole(body, "maxResults", 100), _whole(body, "nextToken", 0)
     if not 1 <= size <= 100:
         raise field_error("maxResults", "Member must have value between 1 and 100")
+    if start < 0:
+        raise field_error("nextToken", "not a token this API returned")
     out: dict[str, Any] = {key: items[start : start + size]}
     if start + size < len(items):
         out["nextToken"] = str(start + size)

@@ -21,7 +21,6 @@ from emulator.config import default_images
 from emulator.controller.runtimes.process import resolve_image
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest
 from emulator.server import Emulator, emulator_in_thread
-from local_stack import exported
 from tests.emulator.support import FIXTURES, boto_client, fast_config, manifest, status
 
 pytestmark = pytest.mark.integration  # real servers: the emulator, an AgentCore SDK app, boto3
@@ -102,11 +101,12 @@ def test_the_default_manifest_runs_the_voice_agent_speaking_through_kokoro() -> 
     assert image is not None and image.command[1:4] == ("-m", "agent", "serve")
 
 
-def test_env_names_the_variables_boto3_reads(emu: Emulator) -> None:
+def test_env_names_the_variables_boto3_reads(emu: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {**emu.env, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET}
     assert env["AWS_ENDPOINT_URL_BEDROCK_AGENTCORE"] == env["AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL"]
-    with exported(env):
-        listed = boto3.client("bedrock-agentcore-control").list_agent_runtimes()["agentRuntimes"]
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    listed = boto3.client("bedrock-agentcore-control").list_agent_runtimes()["agentRuntimes"]
     assert [(r["agentRuntimeName"], r["status"]) for r in listed] == [("toy", "READY")]
     assert (
         listed[0]["agentRuntimeArn"]
@@ -281,7 +281,7 @@ def test_agent_infra_status_and_destroy_run_unchanged(emu: Emulator, control) ->
 
     def agent_infra(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "deploy.agent_cli", *args],
+            [sys.executable, "-m", "deploy.commands.agent", *args],
             capture_output=True,
             text=True,
             env=env,

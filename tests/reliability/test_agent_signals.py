@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from emulator.controller.processes import free_port, wait_http_ok
+from emulator.processes import free_port, wait_http_ok
 from tests.reliability.emulator_support import port_free, say, stops_everything
 from tests.support.paths import REPO
 

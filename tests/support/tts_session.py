@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import websockets
 
-from emulator.controller.processes import child, free_port
+from emulator.processes import child, free_port
 from tests.support.paths import REPO
 
 

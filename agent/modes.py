@@ -6,6 +6,10 @@
   model is still writing the fourth.
 - batch: the baseline. Wait for the whole answer, then synthesize it as one message.
 
+What is sent is what the model wrote (the container turns it into speech text, `tts/speech_text.py`);
+the agent only leaves out what has nothing to say aloud (a code block's lines, a line of emoji), so no
+chunk of the answer becomes a `nothing_to_speak` error.
+
 Both open the TTS session at the start of the turn (overlapping the model's first-token latency), so
 the comparison measures only when text is sent, not connection setup.
 """
@@ -31,6 +35,7 @@ from agent.events import (
     text_delta,
 )
 from agent.tts_session import Audio, TTSSession, TTSStreamError
+from tts.speech_text import MarkdownBlocks, speech_text
 
 TextSource = Callable[[str], AsyncIterator[str]]
 SessionOpener = Callable[[], Awaitable[TTSSession]]
@@ -163,7 +168,14 @@ async def run_bidi(turn: Turn, model: TextSource, open_session: SessionOpener) -
 
     async def speak_text(emit: Emit) -> None:
         chunker = IncrementalSentenceChunker(first_fragment_min_words=turn.first_fragment_min_words)
+        blocks = MarkdownBlocks()
         session = await session_task
+
+        async def speak(sentence: str) -> None:
+            if blocks.speak(sentence):
+                await session.synthesize(sentence, f"s{tally.sentences}", turn.voice, turn.audio_format)
+                tally.sentences += 1
+
         delta_seq = 0
         async for delta in model(turn.prompt):
             tally.ttft_ms = tally.ttft_ms if tally.ttft_ms is not None else clock.ms()
@@ -171,12 +183,9 @@ async def run_bidi(turn: Turn, model: TextSource, open_session: SessionOpener) -
             emit(text_delta(clock, delta_seq, delta))
             delta_seq += 1
             for sentence in chunker.feed(delta):
-                await session.synthesize(sentence, f"s{tally.sentences}", turn.voice, turn.audio_format)
-                tally.sentences += 1
-        rest = chunker.flush()
-        if rest:
-            await session.synthesize(rest, f"s{tally.sentences}", turn.voice, turn.audio_format)
-            tally.sentences += 1
+                await speak(sentence)
+        if rest := chunker.flush():
+            await speak(rest)
         await session.finish()
 
     async def relay_audio(emit: Emit) -> None:
@@ -203,7 +212,7 @@ async def run_batch(turn: Turn, model: TextSource, open_session: SessionOpener) 
             yield text_delta(clock, delta_seq, delta)
             delta_seq += 1
         session = await session_task
-        if tally.text.strip():
+        if speech_text(tally.text):
             await session.synthesize(tally.text.strip(), "s0", turn.voice, turn.audio_format)
             tally.sentences = 1
         await session.finish()

@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass
 
 from tts.config import SAMPLE_RATE
+from tts.speech_text import speech_text
 
 FORMATS = ("pcm", "wav", "mp3", "aac", "opus")
 """Audio formats a client may ask for (tts/encoders.py implements each)."""
@@ -152,17 +153,27 @@ def _request_id(obj: dict[str, object]) -> str:
     return _valid_unicode(request_id, "request_id", None)
 
 
-def _speakable_text(text: str, request_id: str) -> str:
-    """Control characters read as spaces (espeak-ng stops at a NUL); some character must be speakable."""
+def _readable_text(text: str, request_id: str) -> str:
+    """Non-empty valid Unicode; control characters but the newline read as spaces (espeak-ng stops at a
+    NUL; lines are kept for `speech_text`, which reads headings and list items line by line)."""
     if not text.strip():
         raise ProtocolError("empty_text", "'text' is empty", request_id)
     _valid_unicode(text, "text", request_id)
-    text = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text)
-    if not any(unicodedata.category(ch)[0] in _SPEAKABLE for ch in text):
+    return "".join(" " if unicodedata.category(ch) == "Cc" and ch != "\n" else ch for ch in text)
+
+
+def _spoken_text(text: str, lang: str, request_id: str) -> str:
+    """What `text` says aloud (`speech_text`: no markdown, emoji or URLs read out), as one line (each of
+    its lines ends a sentence already); some character of it must be speakable."""
+    spoken = " ".join(speech_text(text, lang).splitlines())
+    if not any(unicodedata.category(ch)[0] in _SPEAKABLE for ch in spoken):
         raise ProtocolError(
-            "nothing_to_speak", "'text' has no letters, digits, symbols or punctuation", request_id
+            "nothing_to_speak",
+            "'text' has nothing to say aloud: no letters, digits or punctuation outside formatting, code "
+            "blocks and emoji",
+            request_id,
         )
-    return text
+    return spoken
 
 
 def _synthesize(obj: dict[str, object], catalog: Catalog, transports: tuple[str, ...]) -> Synthesize:
@@ -178,7 +189,7 @@ def _synthesize(obj: dict[str, object], catalog: Catalog, transports: tuple[str,
             f"'text' has {len(text)} characters; the limit is {catalog.max_text_chars}",
             request_id,
         )
-    text = _speakable_text(text, request_id)
+    text = _readable_text(text, request_id)
     voice = _optional_str(obj, "voice", request_id) or catalog.default_voice
     if voice not in catalog.voices:
         known = ", ".join(sorted(catalog.voices))
@@ -198,6 +209,7 @@ def _synthesize(obj: dict[str, object], catalog: Catalog, transports: tuple[str,
     lang = _optional_str(obj, "lang", request_id) or catalog.default_lang
     if lang not in catalog.languages:
         raise ProtocolError("unknown_language", f"unknown language {_show(lang)}", request_id)
+    text = _spoken_text(text, lang, request_id)
     transport = obj.get("transport", transports[0])
     if transport not in transports:
         raise ProtocolError(

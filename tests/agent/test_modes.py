@@ -4,9 +4,13 @@ ends with its `error` and `agent_end` and nothing after them."""
 
 from __future__ import annotations
 
+import pytest
+
 from agent.events import TurnError
 from agent.modes import Turn, run_batch, run_bidi
 from tests.agent.doubles import FailingModel, LateLastDeltaModel, RecordingTTSSession, unanswered_tts_session
+from tests.tts.test_speech_text import CASES as SPEECH_TEXT_CASES
+from tts.speech_text import speech_text
 
 ANSWER = ["Hello there. ", "The sky is blue", " today. ", "It will rain", " tomorrow."]
 LAST_DELAY_S = 0.3
@@ -56,3 +60,24 @@ async def test_a_turn_refused_at_once_ends_cleanly_after_its_typed_error() -> No
     events = [e async for e in run_bidi(Turn("Hi"), model, open_session)]
     assert [e["type"] for e in events] == ["agent_start", "error", "agent_end"]
     assert events[1]["code"] == "session_busy" and events[2]["ok"] is False
+
+
+def _in_fragments(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] if size else [text]
+
+
+@pytest.mark.parametrize(("written", "heard"), SPEECH_TEXT_CASES, ids=[w[:40] for w, _ in SPEECH_TEXT_CASES])
+@pytest.mark.parametrize("fragment", [0, 1, 3])
+async def test_bidi_speaks_the_speech_text_of_what_the_model_writes(written: str, heard: str, fragment: int):
+    """The speech text table at the agent: however the model's stream is split, what reaches the
+    container reads, once it is speech text, as the whole answer's speech text, and a chunk with nothing
+    to say aloud (a code block's lines, a line of emoji) is never sent."""
+    model, session = LateLastDeltaModel(_in_fragments(written, fragment), 0.0), RecordingTTSSession()
+
+    async def open_session() -> RecordingTTSSession:
+        return session
+
+    [e async for e in run_bidi(Turn("Format?"), model, open_session)]
+    spoken = [speech_text(text) for _, text in session.sent]
+    assert all(spoken), f"sent a chunk with nothing to say: {session.sent}"
+    assert " ".join(spoken) == " ".join(heard.splitlines())

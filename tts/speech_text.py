@@ -1,0 +1,220 @@
+"""Speech text: what an agent writes, turned into what a listener should hear.
+
+Language models write markdown, emoji and symbols. Sent to espeak-ng as they are, `**very**` is heard as
+"asterisk very asterisk", `#42` as "hash 42", a link as its whole URL, `🎉` as "party popper", and
+`2.0` as "two, zero" (the G2P keeps punctuation, so every `.` or `,` inside a number is a pause:
+`$1,000` is "dollar one, zero zero zero"). `speech_text(text)` rewrites a text for the ear:
+
+- markdown: emphasis, strikethrough, code spans, headings, list markers, checkboxes, quotes, rules and
+  tables lose their marks and keep their words; a code block is not read at all (it is for the eyes);
+  a link is read as its text, and a bare URL as its host and path ("example dot com slash guide");
+- list items, headings and table rows end with a full stop, so they are spoken and chunked (by the
+  agent's sentence chunker) as sentences;
+- numbers are kept for espeak, which reads them well, except where punctuation inside them would be a
+  pause: decimals and versions ("2 point 0", "3 point 1 4"), thousands separators, money with cents;
+- symbols a listener expects as words are words (`&` "and", `#42` "number 42", `C#` "C sharp",
+  `→` "to", `~5` "about 5"); every other emoji or pictographic symbol is dropped, as is stray markup.
+
+The rules are the table `RULES`, applied in order; each is a regular expression and what it is said as
+(a template or a function of the match). Extend the table, not the code. The function is idempotent
+(what it returns reads the same when passed through again), so a text that already went through it
+on the agent can go through it again in the container.
+
+`MarkdownBlocks` carries the one piece of state a stream of chunks needs: whether a code block is
+open (a chunk inside one is not spoken).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+Say = str | Callable[[re.Match[str]], str]
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    pattern: re.Pattern[str]
+    say: Say
+    english: bool
+    """It says English words ("number", "point"): applied only where the language is English."""
+
+
+def _rule(name: str, pattern: str, say: Say, flags: int = 0, *, english: bool = False) -> Rule:
+    return Rule(name, re.compile(pattern, flags | re.MULTILINE), say, english)
+
+
+_ENDS_SPOKEN_SENTENCE = ".!?…:;"
+
+
+def _as_sentence(words: str) -> str:
+    """`words` as a sentence of its own: a full stop unless it already ends with one (or a colon)."""
+    words = words.strip()
+    return words if not words or words[-1] in _ENDS_SPOKEN_SENTENCE else words + "."
+
+
+def _table_row(match: re.Match[str]) -> str:
+    cells = [cell.strip() for cell in match.group(1).split("|")]
+    return _as_sentence(", ".join(cell for cell in cells if cell))
+
+
+def _url(match: re.Match[str]) -> str:
+    """A bare URL, read as a listener would say it: host and path, no scheme, no `www`, no query."""
+    url = re.sub(r"^(?:https?://)?(?:www\.)?", "", match.group(0))
+    url = re.split(r"[?#]", url)[0].rstrip("/")
+    return " " + url.replace(".", " dot ").replace("/", " slash ") + " "
+
+
+def _digits(digits: str) -> str:
+    return " ".join(digits)
+
+
+def _decimal(match: re.Match[str]) -> str:
+    whole, *fractions = match.group(0).split(".")
+    if len(fractions) > 1:  # a version: 2.1.3
+        return " point ".join([whole, *fractions])
+    return f"{whole} point {_digits(fractions[0])}"
+
+
+_CURRENCIES = {"$": "dollar", "€": "euro", "£": "pound"}
+
+
+def _money(match: re.Match[str]) -> str:
+    unit = _CURRENCIES[match.group("symbol")]
+    amount = match.group("amount").replace(",", "")
+    said = f"{amount} {unit}{'' if amount == '1' else 's'}"
+    cents = match.group("cents")
+    if cents and cents != "00":
+        said += f" {cents.lstrip('0')} cent{'' if cents == '01' else 's'}"
+    return said
+
+
+# Symbols read as words in English; elsewhere espeak reads them in the text's language.
+SYMBOL_WORDS = {
+    "&": " and ",
+    "→": " to ",
+    "⟶": " to ",
+    "⇒": " so ",
+    "≈": " about ",
+    "×": " times ",
+    "±": " plus or minus ",
+    "≤": " at most ",
+    "≥": " at least ",
+    "≠": " is not ",
+}
+# Dropped: So, other symbols (emoji, pictographs, dingbats) but for `°` (espeak reads "20°C" as "twenty
+# degrees C"); Sk, modifier symbols (skin tones); Co/Cn, private and unassigned; Cf, the zero-width
+# joiner and friends that glue emoji sequences; U+FE0E/U+FE0F, text and emoji presentation.
+_DROPPED_CATEGORIES = ("So", "Sk", "Co", "Cn", "Cf")
+_KEPT_SYMBOLS = "°"
+
+
+def _emoji(match: re.Match[str]) -> str:
+    return "".join(
+        ch
+        if ch in _KEPT_SYMBOLS
+        or (ch not in "\ufe0e\ufe0f" and unicodedata.category(ch) not in _DROPPED_CATEGORIES)
+        else " "
+        for ch in match.group(0)
+    )
+
+
+RULES: tuple[Rule, ...] = (
+    # blocks, line by line
+    _rule("code block", r"^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", "", re.DOTALL),
+    _rule("autolink", r"<((?:https?://|www\.)[^\s<>]+)>", r"\1"),
+    _rule("html tag", r"</?[A-Za-z][^<>\n]*>", " "),
+    _rule(
+        "html entity", r"&(?:[A-Za-z]{2,8}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});", lambda m: html.unescape(m[0])
+    ),
+    _rule("table rule", r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+(?:[ \t]*:?-{3,}:?[ \t]*)?$", ""),
+    _rule("table row", r"^[ \t]*\|(.+)\|[ \t]*$", _table_row),
+    _rule("heading", r"^[ \t]{0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", lambda m: _as_sentence(m.group(1))),
+    _rule("rule or underline", r"^[ \t]*(?:[-*_=][ \t]*){3,}$", ""),
+    _rule("quote", r"^[ \t]*(?:>[ \t]?)+", ""),
+    _rule("checkbox", r"^([ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]+)\[[ xX]\][ \t]+", r"\1"),
+    _rule("bullet", r"^[ \t]*[-*+•][ \t]+(.+)$", lambda m: _as_sentence(m.group(1))),
+    _rule("numbered item", r"^[ \t]*(\d{1,3})[.)][ \t]+(.+)$", lambda m: f"{m[1]}. {_as_sentence(m[2])}"),
+    # links before emphasis and code, so their text is cleaned by what follows
+    _rule("image", r"!\[([^\]\n]*)\]\([^)\n]*\)", r"\1"),
+    _rule("link", r"\[([^\]\n]+)\]\((?:[^()\s]|\([^()\s]*\))+(?:[ \t]+\"[^\"\n]*\")?\)", r"\1"),
+    _rule("url", r"\b(?:https?://|www\.)[^\s<>()\"']*[^\s<>()\"'.,;:!?]", _url, english=True),
+    # inline marks
+    _rule("code span", r"(`+)[ \t]*([^`\n]+?)[ \t]*\1", r"\2"),
+    _rule("strong or emphasis", r"(\*{1,3})(?=\S)(.+?)(?<=\S)\1", r"\2"),
+    _rule("underscore emphasis", r"(?<!\w)(_{1,3})(?=\S)(.+?)(?<=\S)\1(?!\w)", r"\2"),
+    _rule("strikethrough", r"~~(?=\S)(.+?)(?<=\S)~~", r"\1"),
+    # numbers whose inner punctuation espeak would pause at
+    _rule(
+        "money",
+        r"(?P<symbol>[$€£])(?P<amount>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<cents>\d{2}))?(?![\d.,]\d)",
+        _money,
+        english=True,
+    ),
+    _rule(
+        "thousands",
+        r"(?<![\d.,])(\d{1,3})((?:,\d{3})+)(?![\d,]|\.\d)",
+        lambda m: m[1] + m[2].replace(",", ""),
+        english=True,
+    ),
+    _rule("version prefix", r"\bv(?=\d+\.\d)", "version ", english=True),
+    _rule("decimal or version", r"(?<![\d.])\d+(?:\.\d+)+(?!\d|\.\d)", _decimal, english=True),
+    # symbols
+    _rule("number sign", r"(?<![\w&#])#(\d+)\b", r"number \1", english=True),
+    _rule("sharp", r"\b([A-Ga-g])#(?!\w)", r"\1 sharp", english=True),
+    _rule("about", r"(?<!\S)~(?=\d)", "about ", english=True),
+    _rule("arrow", r"[ \t]+(?:->|=>|-->)[ \t]+", " to ", english=True),
+    _rule("symbol words", "[" + "".join(SYMBOL_WORDS) + "]", lambda m: SYMBOL_WORDS[m[0]], english=True),
+    _rule("emoji and pictographs", r"[^\w\s.,;:!?'\"()\-–—…%$€£/+=@&]+", _emoji),
+    _rule("stray markup", r"[*_`~|<>\[\]{}\\^#]+", " "),
+    _rule("spaces", r"[ \t\u00a0]+", " "),
+    _rule("space before punctuation", r" +([.,;:!?…])", r"\1"),
+    _rule("blank lines", r"\n\s*\n+", "\n"),
+)
+
+
+def speech_text(text: str, lang: str = "en-us") -> str:
+    """`text` as it should be heard in `lang` (an espeak-ng language; see the module docstring); ""
+    when nothing in it is for the ear."""
+    english = lang.lower().startswith("en")
+    for rule in RULES:
+        if english or not rule.english:
+            text = rule.pattern.sub(rule.say, text)
+    return "\n".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+class MarkdownBlocks:
+    """Speech text for a stream of chunks (the agent's sentences), where a code block can span chunks.
+
+    `speak(chunk)` returns what to say for one chunk: "" for a chunk inside a code block, including the
+    lines that open and close it.
+    """
+
+    _FENCE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)
+
+    def __init__(self, lang: str = "en-us") -> None:
+        self._lang = lang
+        self._open: str | None = None
+
+    def speak(self, chunk: str) -> str:
+        spoken = []
+        rest = chunk
+        while rest:
+            fence = self._FENCE.search(rest)
+            if self._open is None:
+                if fence is None:
+                    spoken.append(rest)
+                    break
+                spoken.append(rest[: fence.start()])
+                self._open = fence.group(1)
+                rest = rest[fence.end() :].partition("\n")[2]
+            else:
+                if fence is None or fence.group(1) != self._open:
+                    break
+                self._open = None
+                rest = rest[fence.end() :].partition("\n")[2]
+        return speech_text("\n".join(spoken), self._lang)

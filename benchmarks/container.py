@@ -9,7 +9,8 @@
 - `measure_streaming`: three servers in this process, one with the configured window plan, one on one
   lane (`window_lanes=1`), one with windowing off (`window_first_frames=0`), asked in turn for a 10-, a
   20- and a 25-word sentence; first audio, completion, and their ratio; plus the log-mel distance and
-  seam-click ratio of the streamed audio against whole-segment audio of the same text (`tts/fidelity.py`).
+  seam-click ratio of the streamed audio against whole-segment audio of the same text
+  (`tts/engines/fidelity.py`).
 - `measure_peer`: kokoro-onnx 0.6.1 (`pip install --no-deps kokoro-onnx==0.6.1`), same int8 model and
   voice pack, `Kokoro.create_stream` run to its end, alternating with our server's completion time for
   the 20-word sentence and the whole answer as one message.
@@ -42,9 +43,8 @@ from benchmarks import report
 from benchmarks.stats import median_ratio, spread
 from benchmarks.texts import ANSWER, ANSWER_FIRST_SENTENCE, SENTENCES_BY_WORDS, TEN_WORDS
 from tts.config import SAMPLE_RATE, TTSConfig
-from tts.engines import create_engine
+from tts.engines import create_engine, export_model
 from tts.engines.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
-from tts.engines.onnx.assets import export_model_dir
 from tts.engines.weights import PYPI_MODEL_NAME
 from tts.engines.windows import SAMPLES_PER_FRAME, WindowPlan
 from tts.server import create_app
@@ -368,7 +368,7 @@ def measure_peer(config: TTSConfig, trials: int) -> dict[str, Any]:
         return {"skipped": "kokoro-onnx is not installed (pip install --no-deps kokoro-onnx==0.6.1)"}
 
     with tempfile.TemporaryDirectory() as tmp:
-        model_dir = export_model_dir(Path(tmp), config.cache_dir)
+        model_dir = export_model(Path(tmp), "onnx", config.cache_dir)
         peer = Kokoro(str(model_dir / PYPI_MODEL_NAME), str(model_dir / "voices.npz"))
 
         async def peer_run(text: str) -> float:

@@ -31,7 +31,7 @@ def tts_server() -> Iterator[Server]:
 def torch_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`python -m tts export-model DIR --format torch`, run once per test session."""
     from tts.config import TTSConfig
-    from tts.export import export_torch
+    from tts.engines.torch.export import export_torch
 
     return export_torch(tmp_path_factory.mktemp("kokoro-torch"), TTSConfig.from_env().cache_dir)
 

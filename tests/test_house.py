@@ -1,10 +1,14 @@
 """The house rules, read from the source: which room may import which, and no import cycles.
 
-Rooms: `tts` (the container) depends on nothing else of ours; `agent` on `tts.sse` alone (its image
-carries just that file); `emulator` runs `tts` and `agent` as processes and imports neither; `deploy`
-reads `agent.config`; the development tools (`local_stack`, `benchmarks`) sit on top. Inside the
-emulator: config <- wire <- controller <- faces (sagemaker, bedrock, agentcore; no face imports another)
-<- the app, server and command line. Shipped packages import no test or development tool.
+Every arrow counts: imports at any depth of a file, `if TYPE_CHECKING:` imports (a type-only circle is
+still a circle a reader has to untangle) and `importlib.import_module("...")` loads.
+
+Rooms: `tts` (the container) depends on nothing else of ours; `agent` on `tts.sse` and
+`tts.speech_text` alone (its image carries just those files); `emulator` runs `tts` and `agent` as processes and imports neither; `deploy`
+reads `agent.config` and no more of the agent; the development tools sit on top: `local_stack` may use
+the shipped packages, `benchmarks` those and `local_stack` (and the tests' ASR judge). Shipped packages
+import no test or development tool. Inside `tts`, `emulator` and `deploy`, layers point down only
+(`LAYERS`), and rooms on one floor that must stay apart (`APART`) never import each other.
 """
 
 from __future__ import annotations
@@ -18,25 +22,73 @@ import pytest
 from tests.support.paths import REPO
 
 SHIPPED = ("tts", "emulator", "agent", "deploy")
-TOOLS = ("local_stack", "benchmarks", "tests")
+DEV_TOOLS = ("local_stack", "benchmarks")
+TOOLS = (*DEV_TOOLS, "tests")
 DEV_ONLY = ("pytest", "hypothesis", "testcontainers", "matplotlib", "playwright", "faster_whisper", "moto")
 
 ALLOWED = {
     "tts": ("tts",),
-    "agent": ("agent", "tts.sse"),
+    "agent": ("agent", "tts.sse", "tts.speech_text"),
     "emulator": ("emulator",),
-    "deploy": ("deploy", "agent", "tts"),
+    "deploy": ("deploy", "agent.config"),
+    "local_stack": ("local_stack", *SHIPPED),
+    "benchmarks": ("benchmarks", "local_stack", "tests.support.asr", *SHIPPED),
 }
-EMULATOR_LAYERS = {
-    "emulator.config": 0,
-    "emulator.wire": 1,
-    "emulator.controller": 2,
-    "emulator.sagemaker": 3,
-    "emulator.bedrock": 3,
-    "emulator.agentcore": 3,
+
+# Each room's floors, lowest first; a module not named is on the top floor of its package.
+LAYERS = {
+    "tts": {
+        "tts.config": 0,
+        "tts.sse": 0,
+        "tts.speech_text": 0,
+        "tts.engines.base": 1,
+        "tts.engines.g2p": 1,
+        "tts.engines.windows": 1,
+        "tts.engines.fidelity": 1,
+        "tts.engines.weights": 1,
+        "tts.engines.onnx": 2,
+        "tts.engines.torch": 2,
+        "tts.engines": 3,  # the factory, the one module that imports both engines
+        "tts.protocol": 4,
+        "tts.encoders": 4,
+        "tts.scheduler": 5,
+        "tts.streaming": 6,
+    },
+    "emulator": {
+        "emulator.config": 0,
+        "emulator.processes": 0,
+        "emulator.wire": 1,
+        "emulator.controller": 2,
+        "emulator.sagemaker": 3,
+        "emulator.bedrock": 3,
+        "emulator.agentcore": 3,
+    },
+    "deploy": {
+        "deploy.errors": 0,
+        "deploy.naming": 0,
+        "deploy.aws": 0,
+        "deploy.status": 0,
+        "deploy.bedrock": 1,
+        "deploy.gpu": 1,
+        "deploy.images": 1,
+        "deploy.waiters": 1,
+        "deploy.config": 2,
+        "deploy.model_dir": 3,
+        "deploy.stacks": 3,
+        "deploy.part": 4,
+        "deploy.prereqs": 5,
+        "deploy.teardown": 5,
+        "deploy.app": 5,
+        "deploy.cdk_toolkit": 6,
+        "deploy.parts": 7,
+        "deploy.orchestrate": 7,
+    },
 }
-EMULATOR_TOP = 4  # app, server, cli, manifest, admin, record, ...
-FACES = ("emulator.sagemaker", "emulator.bedrock", "emulator.agentcore")
+TOP = 9
+APART = (
+    ("emulator.sagemaker", "emulator.bedrock", "emulator.agentcore"),
+    ("tts.engines.onnx", "tts.engines.torch"),
+)
 
 
 def module_name(path: Path) -> str:
@@ -46,25 +98,31 @@ def module_name(path: Path) -> str:
 
 def modules() -> dict[str, Path]:
     found = {}
-    for room in (*SHIPPED, "local_stack", "benchmarks"):
+    for room in (*SHIPPED, *DEV_TOOLS):
         for path in sorted((REPO / room).rglob("*.py")):
             found[module_name(path)] = path
     return found
 
 
+def loaded_by_name(node: ast.Call) -> str | None:
+    """The module an `importlib.import_module(...)` call names: a literal, or an f-string's fixed prefix
+    (`f"benchmarks.{name}"` loads something in `benchmarks`)."""
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if called != "import_module" or not node.args:
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        return str(arg.values[0].value).rstrip(".")
+    return None
+
+
 def imports(path: Path) -> Iterator[str]:
-    """Every module `path` imports, at any depth of the file (function-level imports count too)."""
+    """Every module `path` imports, at any depth of the file, type-only and by `importlib` included."""
     package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
-    tree = ast.parse(path.read_text(), str(path))
-    typing_only = {  # `if TYPE_CHECKING:` imports are for the type checker, not arrows at run time
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
-        for inner in ast.walk(node)
-    }
-    for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -75,6 +133,8 @@ def imports(path: Path) -> Iterator[str]:
                 ).strip(".")
             yield base
             yield from (f"{base}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Call) and (name := loaded_by_name(node)):
+            yield name
 
 
 def ours(name: str) -> bool:
@@ -86,16 +146,16 @@ def within(name: str, prefixes: tuple[str, ...]) -> bool:
 
 
 def layer(name: str) -> int:
-    for prefix, rank in EMULATOR_LAYERS.items():
-        if within(name, (prefix,)):
-            return rank
-    return EMULATOR_TOP
+    """The floor of `name` in its package: the longest matching prefix in LAYERS decides."""
+    floors = LAYERS.get(name.split(".")[0], {})
+    matches = [prefix for prefix in floors if within(name, (prefix,))]
+    return floors[max(matches, key=len)] if matches else TOP
 
 
 GRAPH = {name: sorted({i for i in imports(path) if ours(i)}) for name, path in modules().items()}
 
 
-@pytest.mark.parametrize("room", SHIPPED)
+@pytest.mark.parametrize("room", [*SHIPPED, *DEV_TOOLS])
 def test_each_room_imports_only_what_it_may(room: str):
     wrong = [
         f"{name} imports {target}"
@@ -118,21 +178,36 @@ def test_shipped_packages_import_no_development_tool():
     assert not wrong, "\n".join(wrong)
 
 
-def test_emulator_layers_point_down_and_faces_stay_apart():
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_layers_point_down_and_rooms_stay_apart(package: str):
     wrong = []
     for name, targets in GRAPH.items():
-        if not within(name, ("emulator",)):
+        if not within(name, (package,)):
             continue
         for target in targets:
-            if not within(target, ("emulator",)) or target == "emulator":
+            if not within(target, (package,)) or target == package:
                 continue
             if layer(target) > layer(name):
-                wrong.append(f"{name} (layer {layer(name)}) imports {target} (layer {layer(target)})")
-            face = next((f for f in FACES if within(name, (f,))), None)
-            other = next((f for f in FACES if within(target, (f,))), None)
-            if face and other and face != other:
-                wrong.append(f"face {name} imports another face: {target}")
+                wrong.append(f"{name} (floor {layer(name)}) imports {target} (floor {layer(target)})")
+            for rooms in APART:
+                mine = next((r for r in rooms if within(name, (r,))), None)
+                theirs = next((r for r in rooms if within(target, (r,))), None)
+                if mine and theirs and mine != theirs:
+                    wrong.append(f"{name} imports a room it must stay apart from: {target}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_house_test_sees_type_only_and_importlib_arrows(tmp_path: Path, monkeypatch):
+    """The blind spots of the first house test: a cycle made of `TYPE_CHECKING` imports, and a module
+    loaded by name, are arrows too."""
+    monkeypatch.setattr(f"{__name__}.REPO", tmp_path)
+    (tmp_path / "tts").mkdir()
+    (tmp_path / "tts" / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tts.b import B\n"
+    )
+    (tmp_path / "tts" / "b.py").write_text('import importlib\nimportlib.import_module("tts.a")\n')
+    assert list(imports(tmp_path / "tts" / "a.py")) == ["typing", "typing.TYPE_CHECKING", "tts.b", "tts.b.B"]
+    assert list(imports(tmp_path / "tts" / "b.py")) == ["importlib", "tts.a"]
 
 
 def test_no_import_cycles():

@@ -10,10 +10,10 @@ import argparse
 import logging
 import sys
 import time
-import wave
 from pathlib import Path
 
 from tts.config import SAMPLE_RATE, TTSConfig
+from tts.engines import MODEL_FORMATS
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -36,7 +36,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _speak(args: argparse.Namespace) -> int:
-    from tts.encoders import float_to_pcm16
+    from tts.encoders import float_to_pcm16, wav_file
     from tts.engines import create_engine
 
     config = TTSConfig.from_env()
@@ -45,11 +45,7 @@ def _speak(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     audio = engine.speak(args.text, voice, args.speed, args.lang or config.lang)
     elapsed = time.perf_counter() - started
-    with wave.open(str(args.out), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(SAMPLE_RATE)
-        out.writeframes(float_to_pcm16(audio))
+    args.out.write_bytes(wav_file(float_to_pcm16(audio)))
     seconds = len(audio) / SAMPLE_RATE
     print(
         f"wrote {args.out}: {seconds:.2f} s of audio, voice {voice}, synthesized in {elapsed:.2f} s "
@@ -59,7 +55,7 @@ def _speak(args: argparse.Namespace) -> int:
 
 
 def _export_model(args: argparse.Namespace) -> int:
-    from tts.export import export_model
+    from tts.engines import export_model
 
     started = time.perf_counter()
     export_model(args.dir, args.format, TTSConfig.from_env().cache_dir, progress=sys.stderr)
@@ -86,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         "export-model", help="write a model directory (hexgrad's torch layout, or the int8 ONNX) into DIR"
     )
     export.add_argument("dir", type=Path)
-    export.add_argument("--format", default="torch", choices=["torch", "onnx"])
+    export.add_argument("--format", default="torch", choices=MODEL_FORMATS)
     export.set_defaults(run=_export_model)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -42,18 +42,29 @@ class PcmEncoder:
         return b""
 
 
-def streaming_wav_header(sample_rate: int = SAMPLE_RATE) -> bytes:
-    """A WAV header for a stream of unknown length: RIFF and data sizes are 0xFFFFFFFF."""
+def _wav_header(riff_size: int, data_size: int, sample_rate: int) -> bytes:
+    """The 44-byte header of 16-bit mono PCM WAV."""
     byte_rate = sample_rate * 2
     return (
         b"RIFF"
-        + struct.pack("<I", 0xFFFFFFFF)
+        + struct.pack("<I", riff_size)
         + b"WAVE"
         + b"fmt "
         + struct.pack("<IHHIIHH", 16, 1, 1, sample_rate, byte_rate, 2, 16)
         + b"data"
-        + struct.pack("<I", 0xFFFFFFFF)
+        + struct.pack("<I", data_size)
     )
+
+
+def streaming_wav_header(sample_rate: int = SAMPLE_RATE) -> bytes:
+    """A WAV header for a stream of unknown length: RIFF and data sizes are 0xFFFFFFFF."""
+    return _wav_header(0xFFFFFFFF, 0xFFFFFFFF, sample_rate)
+
+
+def wav_file(pcm: bytes, sample_rate: int = SAMPLE_RATE) -> bytes:
+    """A whole WAV file of s16le mono `pcm`: the header with its real sizes (36 header bytes after the
+    RIFF size field, then the samples), so every player knows the length."""
+    return _wav_header(36 + len(pcm), len(pcm), sample_rate) + pcm
 
 
 class WavEncoder:

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from tts.config import TTSConfig
 from tts.engines import create_engine
+from tts.engines.base import SpeechEngine
 from tts.protocol import Catalog
 from tts.scheduler import Scheduler
-from tts.synthesis import SpeechEngine
 
 log = logging.getLogger("tts.model_host")
 

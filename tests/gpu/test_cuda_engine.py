@@ -7,10 +7,10 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from tts.config import TTSConfig
-from tts.fidelity import mel_distance
-from tts.synthesis import style_row
-from tts.torch_engine import TorchEngine
-from tts.windows import SAMPLES_PER_FRAME
+from tts.engines.base import style_row
+from tts.engines.fidelity import mel_distance
+from tts.engines.torch.engine import TorchEngine
+from tts.engines.windows import SAMPLES_PER_FRAME
 
 pytestmark = [
     pytest.mark.gpu,
@@ -23,7 +23,7 @@ VOICE = "jm_kumo"
 
 @pytest.fixture(scope="module")
 def gpu_engine(torch_model_dir) -> TorchEngine:
-    return TorchEngine(TTSConfig(model_dir=torch_model_dir, engine="torch", provider="cuda"))
+    return TorchEngine(TTSConfig(engine="torch", provider="cuda"), torch_model_dir)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_parameters_and_activations_live_on_cuda(gpu_engine, tokens):
     try:
         style = torch.from_numpy(style_row(gpu_engine.voices[VOICE], len(tokens))).cuda()
         features = gpu_engine.text_side(tokens, style, 1.0)
-        assert all(t.is_cuda for t in (features.asr, features.f0, features.noise, features.timbre))
+        assert all(t.is_cuda for t in (features.asr, features.f0, features.energy, features.style))
         gpu_engine.decode(features)
     finally:
         for hook in hooks:
@@ -71,7 +71,7 @@ def test_the_forward_pass_runs_its_kernels_on_the_gpu(gpu_engine, tokens):
 
 
 def test_gpu_audio_matches_cpu_audio(gpu_engine, torch_model_dir, tokens):
-    cpu_engine = TorchEngine(TTSConfig(model_dir=torch_model_dir, engine="torch", provider="cpu"))
+    cpu_engine = TorchEngine(TTSConfig(engine="torch", provider="cpu"), torch_model_dir)
     on_gpu = gpu_engine.synthesize(tokens, VOICE, 1.0)
     on_cpu = cpu_engine.synthesize(tokens, VOICE, 1.0)
     assert abs(len(on_gpu) - len(on_cpu)) <= 2 * SAMPLES_PER_FRAME, "durations differ by more than two frames"

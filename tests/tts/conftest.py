@@ -1,10 +1,10 @@
 import pytest
 
 from tts.config import TTSConfig
-from tts.engine import KokoroEngine
+from tts.engines.onnx.engine import OnnxEngine
 
 
 @pytest.fixture(scope="session")
-def engine() -> KokoroEngine:
+def engine() -> OnnxEngine:
     """The real Kokoro-82M (int8 ONNX from PyPI), loaded once."""
-    return KokoroEngine(TTSConfig.from_env(threads=2))
+    return OnnxEngine(TTSConfig.from_env(threads=2))

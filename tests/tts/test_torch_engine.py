@@ -18,13 +18,14 @@ import pytest
 import torch
 
 from tests.support.asr import transcribe, word_error_rate
-from tts.assets import AssetError, pypi_model
 from tts.config import TTSConfig
 from tts.encoders import float_to_pcm16
-from tts.engines import engine_name
-from tts.export import export_model, export_torch
-from tts.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
-from tts.kmodel import (
+from tts.engines import create_engine, engine_name, export_model
+from tts.engines.base import CancelFlag, SynthesisCancelled
+from tts.engines.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
+from tts.engines.torch.engine import TorchEngine
+from tts.engines.torch.export import EXPORT_SUBDIR, export_torch, hexgrad_layout
+from tts.engines.torch.kmodel import (
     COMPONENTS,
     CONFIG_FILE,
     MODEL_FILE,
@@ -34,9 +35,8 @@ from tts.kmodel import (
     build_kmodel,
     load_state_strictly,
 )
-from tts.synthesis import CancelFlag, SynthesisCancelled
-from tts.torch_engine import EXPORT_SUBDIR, TorchEngine, model_directory
-from tts.windows import SAMPLES_PER_FRAME
+from tts.engines.weights import AssetError, pypi_model
+from tts.engines.windows import SAMPLES_PER_FRAME
 
 SENTENCES = [
     "Thanks for waiting, I found your order.",
@@ -47,7 +47,7 @@ VOICE = "jm_kumo"
 
 @pytest.fixture(scope="module")
 def torch_engine(torch_model_dir) -> TorchEngine:
-    return TorchEngine(TTSConfig(model_dir=torch_model_dir, engine="torch", threads=2))
+    return TorchEngine(TTSConfig(engine="torch", threads=2), torch_model_dir)
 
 
 def test_the_export_is_byte_identical_when_run_twice(torch_model_dir, tmp_path):
@@ -184,11 +184,13 @@ def test_engine_choice_is_validated_and_auto_means_onnx_without_cuda(monkeypatch
 
 def test_the_torch_engine_reuses_an_export_in_the_cache_and_refuses_another_layout(torch_model_dir, tmp_path):
     (tmp_path / EXPORT_SUBDIR).symlink_to(torch_model_dir, target_is_directory=True)
-    assert model_directory(TTSConfig(cache_dir=tmp_path)) == tmp_path / EXPORT_SUBDIR
+    assert hexgrad_layout(TTSConfig(cache_dir=tmp_path)) == tmp_path / EXPORT_SUBDIR
+    engine = create_engine(TTSConfig(engine="torch", provider="cpu", threads=2, cache_dir=tmp_path))
+    assert isinstance(engine, TorchEngine) and engine.model_dir == tmp_path / EXPORT_SUBDIR
     onnx_layout = tmp_path / "onnx-layout"
     export_model(onnx_layout, "onnx", TTSConfig.from_env().cache_dir)
     with pytest.raises(AssetError, match=r"not hexgrad's layout.*export-model"):
-        model_directory(TTSConfig(model_dir=onnx_layout))
+        hexgrad_layout(TTSConfig(model_dir=onnx_layout))
     with pytest.raises(ValueError, match="unknown model format"):
         export_model(tmp_path / "x", "gguf", tmp_path)
 

@@ -19,10 +19,10 @@ import onnxruntime as ort
 import pytest
 
 from tts.config import TTSConfig
-from tts.engine import KokoroEngine
-from tts.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
-from tts.synthesis import SynthesisCancelled
-from tts.windows import MIN_LANE_FRAMES, SAMPLES_PER_FRAME, WindowPlan
+from tts.engines.base import SynthesisCancelled
+from tts.engines.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
+from tts.engines.onnx.engine import OnnxEngine
+from tts.engines.windows import MIN_LANE_FRAMES, SAMPLES_PER_FRAME, WindowPlan
 
 SENTENCE = "It shipped yesterday from our Denver warehouse and should arrive on Thursday."
 SENTENCES = [
@@ -96,7 +96,7 @@ def test_lanes_are_configuration():
     assert TTSConfig.from_env(window_lanes=1).window_lanes == 1
     with pytest.raises(ValueError, match="TTS_WINDOW_LANES"):
         TTSConfig(window_lanes=17)
-    one_lane = KokoroEngine(TTSConfig.from_env(threads=2, window_lanes=1))
+    one_lane = OnnxEngine(TTSConfig.from_env(threads=2, window_lanes=1))
     assert one_lane.window_plan.lanes == 1
     assert all(len(step) == 1 for step in one_lane.window_plan.steps(315))
 
@@ -158,12 +158,12 @@ def test_the_harmonic_source_keeps_its_phase_across_windows(engine):
 
 def test_streamed_audio_is_close_to_whole_segment_audio_and_has_no_clicks(engine):
     clicks_without_context = []
-    for text in (SENTENCE, SENTENCES[2]):
+    for text in SENTENCES:  # every sentence: a seam may click in any of them
         _, feats = features(engine, text)
         whole = engine.decode(feats, 0, feats.frames)
         audio, seams = streamed(engine, feats)
         assert len(audio) == len(whole), "windows must add up to exactly the segment's samples"
-        assert len(seams) >= 2, "the default plan must stream this sentence in several windows"
+        assert seams, "the default plan must stream every sentence in several windows"
         # the decoder's own sensitivity to its input length, for the failure message
         floor = mel_distance(whole, engine.decode(feats, 0, feats.frames - 2))
         distance = mel_distance(whole, audio)

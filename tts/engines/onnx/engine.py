@@ -1,14 +1,14 @@
 """Kokoro-82M inference through onnxruntime (the int8 export): one segment of phoneme tokens -> float32
-audio. Phonemization, segment splitting and the style-row rule are shared with the torch engine
-(tts/synthesis.py).
+audio. Phonemization, segment splitting, the style-row rule and the feature type are shared with the
+torch engine (`tts/engines/base.py`).
 
 Graph: `tokens` int64 [1, n+2] (wrapped in pad 0), `style` float32 [1, 256], `speed` float32 [1];
-output `audio` float32 at 24 kHz. It runs as two sessions (see `tts/graph_split.py`): the text side
+output `audio` float32 at 24 kHz. It runs as two sessions (see `graph_split.py`): the text side
 (`features`: aligned features, F0 and energy per frame) and the decoder (`decode`: any window of those
 frames, 600 samples each), so a segment's audio can be streamed window by window (`windowed`). On a
 CPU the decoder is loaded once more per lane, on one thread each, so that the windows of a step run
 side by side (`decode_windows`, `TTS_WINDOW_LANES`). Where onnxruntime's u8s8 GEMM is exact (VNNI), the
-decoder's int8 convolutions run as int8 matrix products with signed weights (`tts/conv_matmul.py`,
+decoder's int8 convolutions run as int8 matrix products with signed weights (`conv_matmul.py`,
 `TTS_INT8_CONV`): the same audio, bit for bit, in about two thirds of the time.
 """
 
@@ -18,34 +18,31 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
-from tts.assets import load_assets
 from tts.config import TTSConfig
-from tts.conv_matmul import u8s8_gemm_is_exact
-from tts.graph_split import ASR, F0, PHASE, STYLE, N, split_model
-from tts.synthesis import RunFlag, SpeechEngine, SynthesisCancelled, style_row
-from tts.windows import HARMONICS, WindowPlan, phase_before, source_phase
+from tts.engines.base import Features, RunFlag, SpeechEngine, SynthesisCancelled, choose_device, style_row
+from tts.engines.onnx.assets import load_assets
+from tts.engines.onnx.conv_matmul import u8s8_gemm_is_exact
+from tts.engines.onnx.graph_split import ASR, F0, PHASE, STYLE, N, split_model
+from tts.engines.windows import HARMONICS, WindowPlan, phase_before, source_phase
 
-log = logging.getLogger("tts.engine")
+log = logging.getLogger("tts.engines.onnx")
 
 
-def _providers(choice: str) -> list[str]:
-    available = ort.get_available_providers()
-    if choice == "cuda" and "CUDAExecutionProvider" not in available:
-        raise RuntimeError(
-            "TTS_PROVIDER=cuda but onnxruntime has no CUDAExecutionProvider (install onnxruntime-gpu)"
-        )
-    if choice in {"cuda", "auto"} and "CUDAExecutionProvider" in available:
-        # onnxruntime-gpu[cuda,cudnn] ships CUDA and cuDNN as pip wheels; load them before the session.
-        if hasattr(ort, "preload_dlls"):
-            ort.preload_dlls()
-        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
-    return ["CPUExecutionProvider"]
+def _providers(provider: str) -> list[str]:
+    """onnxruntime's execution providers for `TTS_PROVIDER` (`choose_device`)."""
+    cuda_present = "CUDAExecutionProvider" in ort.get_available_providers()
+    missing = "onnxruntime has no CUDAExecutionProvider (install onnxruntime-gpu)"
+    if choose_device(provider, cuda_present=cuda_present, missing=missing) == "cpu":
+        return ["CPUExecutionProvider"]
+    # onnxruntime-gpu[cuda,cudnn] ships CUDA and cuDNN as pip wheels; load them before the session.
+    if hasattr(ort, "preload_dlls"):
+        ort.preload_dlls()
+    return ["CUDAExecutionProvider", "CPUExecutionProvider"]
 
 
 def _session(path: Path, threads: int, providers: list[str]) -> ort.InferenceSession:
@@ -86,24 +83,7 @@ def _int8_conv(choice: str, providers: list[str]) -> str:
     return "conv"
 
 
-@dataclass(frozen=True)
-class Features:
-    """The text side's output for one segment: what the decoder needs, for every frame."""
-
-    asr: np.ndarray  # [1, 512, frames]
-    f0: np.ndarray  # [1, 2 * frames]
-    energy: np.ndarray  # [1, 2 * frames]
-    style: np.ndarray  # [1, 256]
-    source_phase: (
-        np.ndarray
-    )  # [2 * frames + 1, 9] float64: harmonic phase (in turns / 300) before each F0 step
-
-    @property
-    def frames(self) -> int:
-        return self.asr.shape[2]
-
-
-class KokoroEngine(SpeechEngine):
+class OnnxEngine(SpeechEngine[np.ndarray]):
     name = "onnx"
 
     def __init__(self, config: TTSConfig) -> None:
@@ -147,7 +127,7 @@ class KokoroEngine(SpeechEngine):
 
     def features(
         self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None
-    ) -> Features:
+    ) -> Features[np.ndarray]:
         """The text side for one segment (a few percent of the work)."""
         style = style_row(self.voices[voice], len(tokens))
         feeds = {
@@ -159,12 +139,16 @@ class KokoroEngine(SpeechEngine):
         return Features(asr, f0, energy, style, source_phase(f0))
 
     def decode(
-        self, features: Features, start: int = 0, stop: int | None = None, run_flag: RunFlag | None = None
+        self,
+        features: Features[np.ndarray],
+        start: int = 0,
+        stop: int | None = None,
+        run_flag: RunFlag | None = None,
     ) -> np.ndarray:
         return self._decode_on(self._decoder, features, start, stop, run_flag)
 
     def decode_windows(
-        self, features: Features, ranges: list[tuple[int, int]], run_flag: RunFlag | None = None
+        self, features: Features[np.ndarray], ranges: list[tuple[int, int]], run_flag: RunFlag | None = None
     ) -> list[np.ndarray]:
         """Several windows side by side, one per one-thread lane; a single window on every thread."""
         if len(ranges) == 1 or len(ranges) > len(self._lanes):
@@ -178,7 +162,7 @@ class KokoroEngine(SpeechEngine):
     def _decode_on(
         self,
         session: ort.InferenceSession,
-        features: Features,
+        features: Features[np.ndarray],
         start: int,
         stop: int | None,
         run_flag: RunFlag | None,

@@ -1,17 +1,18 @@
-"""What every engine shares, and the choice between them (`TTS_ENGINE=onnx|torch|auto`).
+"""What every engine shares: the interface the container sees, the one feature type, and the synthesis
+rules that do not depend on the engine.
 
-An engine turns text into phoneme-token segments (espeak-ng G2P, at most 510 tokens each, cut at clause
-boundaries) and one segment into float32 audio at 24 kHz: `features` (the text side) then `decode`
-(the decoder over any run of the segment's frames), which `windowed` drives one step of windows per
-call (tts/windows.py). The scheduler sees only this interface, so both engines get the same round-robin,
-cancel, window and segment rules.
-
-The engines (tts/engine.py: the int8 ONNX export, the local default; tts/torch_engine.py: hexgrad's
-`kokoro.KModel` on torch) and the choice between them (tts/engines.py, `TTS_ENGINE`) build on it.
+An engine turns text into phoneme-token segments (espeak-ng G2P in `g2p.py`, at most 510 tokens each, cut
+at clause boundaries) and one segment into float32 audio at 24 kHz: `features` (the text side) then
+`decode` (the decoder over any run of the segment's frames), which `windowed` drives one step of windows
+per call (`windows.py`). The scheduler sees only this interface, so both engines get the same
+round-robin, cancel, window and segment rules.
 
 Style row: the voice pack row is picked by token count the way the model's authors do (hexgrad's
 KPipeline: `pack[len(phonemes) - 1]`; kokoro-onnx 0.6.1, the peer in the benchmarks, does the same).
 One row off changes the waveform, so every engine uses `style_row`.
+
+Device: `TTS_PROVIDER` (cpu, cuda, auto) means the same for both engines; `choose_device` is the rule,
+each engine says only whether its runtime sees CUDA.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 
 from tts.config import MAX_PHONEME_TOKENS
-from tts.g2p import Phonemizer, split_tokens
-from tts.windows import SAMPLES_PER_FRAME, WindowedDecode, WindowPlan
+from tts.engines.g2p import Phonemizer, split_tokens
+from tts.engines.windows import SAMPLES_PER_FRAME, WindowedDecode, WindowPlan
 
 WARMUP_TEXT = "Warming up the voice."
 
@@ -48,12 +49,37 @@ class CancelFlag:
     terminate: bool = False
 
 
+@dataclass(frozen=True)
+class Features[Array]:
+    """The text side's output for one segment: what the decoder needs, aligned to output frames (600
+    samples each). `Array` is the engine's tensor type (numpy arrays on onnxruntime, torch tensors on
+    torch); the names are hexgrad's `KModel.forward_with_tokens` hand-over to its decoder."""
+
+    asr: Array  # [1, 512, frames] text-encoder features aligned to the predicted durations
+    f0: Array  # [1, 2 * frames] pitch curve
+    energy: Array  # [1, 2 * frames] energy curve (hexgrad's `N`)
+    style: Array  # [1, 256] the style row; the decoder reads its first 128 values
+    source_phase: np.ndarray  # [2 * frames + 1, 9] float64: harmonic phase (turns / 300) before each F0 step
+
+    @property
+    def frames(self) -> int:
+        return self.asr.shape[-1]
+
+
 def style_row(pack: np.ndarray, n_tokens: int) -> np.ndarray:
     """The style vector [1, 256] for a segment of `n_tokens` phoneme tokens: hexgrad's `pack[n - 1]`."""
     return pack[min(n_tokens, len(pack)) - 1].reshape(1, 256).astype(np.float32, copy=False)
 
 
-class SpeechEngine(ABC):
+def choose_device(provider: str, *, cuda_present: bool, missing: str) -> Literal["cuda", "cpu"]:
+    """`TTS_PROVIDER` for an engine whose runtime does (`cuda_present`) or does not see CUDA: `cuda`
+    (required: raises, naming what is `missing`), `cpu`, or `auto` (cuda when present)."""
+    if provider == "cuda" and not cuda_present:
+        raise RuntimeError(f"TTS_PROVIDER=cuda but {missing}")
+    return "cuda" if provider in {"cuda", "auto"} and cuda_present else "cpu"
+
+
+class SpeechEngine[Array](ABC):
     """The interface the scheduler, the server and the tools use."""
 
     name: str
@@ -75,25 +101,31 @@ class SpeechEngine(ABC):
         """A fresh cancel flag for one job's forward passes."""
 
     @abstractmethod
-    def features(self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None) -> Any:
+    def features(
+        self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None
+    ) -> Features[Array]:
         """The text side of one segment (a few percent of the work): what the decoder needs for every
-        frame. The result has `frames`."""
+        frame."""
 
     @abstractmethod
     def decode(
-        self, features: Any, start: int = 0, stop: int | None = None, run_flag: RunFlag | None = None
+        self,
+        features: Features[Array],
+        start: int = 0,
+        stop: int | None = None,
+        run_flag: RunFlag | None = None,
     ) -> np.ndarray:
         """Audio of frames [start, stop) (default: all), decoded from those frames alone, the harmonic
         source's phase carried over from the frames before `start`."""
 
     def decode_windows(
-        self, features: Any, ranges: list[tuple[int, int]], run_flag: RunFlag | None = None
+        self, features: Features[Array], ranges: list[tuple[int, int]], run_flag: RunFlag | None = None
     ) -> list[np.ndarray]:
         """`decode` of each frame range; an engine with several decoder lanes runs them side by side."""
         return [self.decode(features, start, stop, run_flag) for start, stop in ranges]
 
     def windowed(
-        self, features: Any, run_flag: RunFlag | None = None, plan: WindowPlan | None = None
+        self, features: Features[Array], run_flag: RunFlag | None = None, plan: WindowPlan | None = None
     ) -> WindowedDecode:
         """The segment's audio, step by step (`plan` defaults to the configured one)."""
         return WindowedDecode(

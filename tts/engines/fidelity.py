@@ -1,6 +1,6 @@
 """Objective comparisons of two renderings of the same speech (numpy only): how far streamed audio is
 from whole-segment audio, and whether its seams click. Used by the tests and by
-`python -m benchmarks.container`.
+`python -m benchmarks streaming`.
 
 - `mel_distance`: mean absolute difference of log10 mel spectrograms (80 bands, 1024-point FFT, 10 ms
   hop), each floored 50 dB below its own peak so that inaudible differences in near-silence do not

@@ -1,16 +1,19 @@
 """Kokoro-82M on torch: hexgrad's `kokoro.KModel` (float weights), on CUDA when present, else the CPU.
 
-Weights: hexgrad's layout (`config.json`, `kokoro-v1_0.pth`, `voices/*.pt`) from `TTS_MODEL_DIR` (or
-`/opt/ml/model`), or, when no model directory is given, exported once from the shipped int8 ONNX into
-`<TTS_CACHE_DIR>/kokoro-torch` (`python -m tts export-model`). Every component loads strictly.
+Weights: the engine is given a directory in hexgrad's layout (`config.json`, `kokoro-v1_0.pth`,
+`voices/*.pt`) and loads every component strictly (`kmodel.py`). Which directory is not its business:
+`export.py:hexgrad_layout` picks `TTS_MODEL_DIR` (or `/opt/ml/model`), or exports the layout once from the
+shipped int8 ONNX into `<TTS_CACHE_DIR>/kokoro-torch`; the factory (`tts/engines/__init__.py`) hands it
+over.
 
 Two stages per segment, as in `KModel.forward_with_tokens`: the text side (ALBERT, the prosody
-predictor's durations, the alignment, F0 and noise curves, the text encoder) gives features aligned to
-output frames; the decoder turns them into audio, window by window as the ONNX engine does
-(`tts/windows.py`). For that, the harmonic source's sine generator (kokoro's `SineGen._f02sine`) is
-replaced by the same computation started from a given phase: the phase accumulated over the frames
-before the window. (kokoro adds a random initial phase to the overtones before downsampling the
-per-sample phase steps to the F0 rate, where it never survives, so whole-segment audio is unchanged.)
+predictor's durations, the alignment, F0 and energy curves, the text encoder) gives features aligned to
+output frames (`Features`, the type both engines share); the decoder turns them into audio, window by
+window as the ONNX engine does (`tts/engines/windows.py`). For that, the harmonic source's sine
+generator (kokoro's `SineGen._f02sine`) is replaced by the same computation started from a given phase:
+the phase accumulated over the frames before the window. (kokoro adds a random initial phase to the
+overtones before downsampling the per-sample phase steps to the F0 rate, where it never survives, so
+whole-segment audio is unchanged.)
 The generator's other randomness, Gaussian noise per sample, is white, so windows need no care for it.
 
 Cancel: `run_flag.terminate = True` from another thread stops a running forward pass at the next module
@@ -22,85 +25,42 @@ queued still finish; nothing new is launched.
 from __future__ import annotations
 
 import logging
-import os
-import shutil
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from tts.assets import AssetError
 from tts.config import TTSConfig
-from tts.kmodel import CONFIG_FILE, is_kmodel_dir, load_kmodel, load_voices
-from tts.synthesis import CancelFlag, RunFlag, SpeechEngine, SynthesisCancelled, style_row
-from tts.windows import WindowPlan, phase_before, source_phase
+from tts.engines.base import (
+    CancelFlag,
+    Features,
+    RunFlag,
+    SpeechEngine,
+    SynthesisCancelled,
+    choose_device,
+    style_row,
+)
+from tts.engines.torch.kmodel import CONFIG_FILE, load_kmodel, load_voices
+from tts.engines.windows import WindowPlan, phase_before, source_phase
 
-log = logging.getLogger("tts.torch_engine")
-
-EXPORT_SUBDIR = "kokoro-torch"
-
-
-def torch_device(provider: str) -> str:
-    """`TTS_PROVIDER` for torch: cuda (required), cpu, or auto (cuda when present)."""
-    if provider == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("TTS_PROVIDER=cuda but torch sees no CUDA device")
-    if provider in {"cuda", "auto"} and torch.cuda.is_available():
-        return "cuda"
-    return "cpu"
+log = logging.getLogger("tts.engines.torch")
 
 
-def model_directory(config: TTSConfig) -> Path:
-    """The model directory in hexgrad's layout: the given one, or the export in the cache (made once)."""
-    if config.model_dir is not None:
-        if not is_kmodel_dir(config.model_dir):
-            raise AssetError(
-                f"{config.model_dir} is not hexgrad's layout (config.json, kokoro-v1_0.pth, voices/*.pt); "
-                "write one with `python -m tts export-model DIR --format torch`"
-            )
-        return config.model_dir
-    target = config.cache_dir / EXPORT_SUBDIR
-    if not is_kmodel_dir(target):
-        from tts.export import export_torch
-
-        log.info("exporting hexgrad's layout from the int8 model into %s (once)", target)
-        staging = config.cache_dir / f".{EXPORT_SUBDIR}.{os.getpid()}"
-        export_torch(staging, config.cache_dir)
-        try:
-            staging.rename(target)
-        except OSError:  # another process finished first
-            shutil.rmtree(staging, ignore_errors=True)
-    return target
-
-
-@dataclass
-class AlignedFeatures:
-    """The text side's output: what the decoder needs, aligned to output frames (600 samples each)."""
-
-    asr: torch.Tensor  # [1, 512, frames] text-encoder features
-    f0: torch.Tensor  # [1, 2 * frames] pitch curve
-    noise: torch.Tensor  # [1, 2 * frames] energy curve
-    timbre: torch.Tensor  # [1, 128] the decoder half of the style vector
-    durations: torch.Tensor  # [tokens + 2] frames per token
-    source_phase: np.ndarray  # [2 * frames + 1, 9]: the harmonic source's phase before each F0 step
-
-    @property
-    def frames(self) -> int:
-        return self.asr.shape[-1]
-
-
-class TorchEngine(SpeechEngine):
+class TorchEngine(SpeechEngine[torch.Tensor]):
     name = "torch"
 
-    def __init__(self, config: TTSConfig) -> None:
+    def __init__(self, config: TTSConfig, directory: Path) -> None:
+        """Load hexgrad's layout from `directory`; `config` gives the threads, the device
+        (`TTS_PROVIDER`) and the window plan."""
         started = time.perf_counter()
         if config.threads:
             torch.set_num_threads(config.threads)
-        directory = model_directory(config)
-        self._device = torch_device(config.provider)
+        self._device = choose_device(
+            config.provider, cuda_present=torch.cuda.is_available(), missing="torch sees no CUDA device"
+        )
         self.model = load_kmodel(directory, self._device)
         self._fuse_weight_norm()
         self.voices = load_voices(directory)
@@ -144,8 +104,8 @@ class TorchEngine(SpeechEngine):
             raise SynthesisCancelled()
 
     @torch.inference_mode()
-    def text_side(self, tokens: list[int], style: torch.Tensor, speed: float) -> AlignedFeatures:
-        """Tokens -> durations -> frame-aligned text features, F0 and noise (hexgrad's forward, part 1)."""
+    def text_side(self, tokens: list[int], style: torch.Tensor, speed: float) -> Features[torch.Tensor]:
+        """Tokens -> durations -> frame-aligned text features, F0 and energy (hexgrad's forward, part 1)."""
         model = self.model
         input_ids = torch.tensor([[0, *tokens, 0]], dtype=torch.long, device=style.device)
         lengths = torch.full((1,), input_ids.shape[-1], dtype=torch.long, device=style.device)
@@ -161,20 +121,19 @@ class TorchEngine(SpeechEngine):
         alignment = torch.zeros((input_ids.shape[1], indices.shape[0]), device=style.device)
         alignment[indices, torch.arange(indices.shape[0], device=style.device)] = 1
         alignment = alignment.unsqueeze(0)
-        f0, noise = model.predictor.F0Ntrain(d.transpose(-1, -2) @ alignment, prosody)
+        f0, energy = model.predictor.F0Ntrain(d.transpose(-1, -2) @ alignment, prosody)
         asr = model.text_encoder(input_ids, lengths, text_mask) @ alignment
-        return AlignedFeatures(
+        return Features(
             asr=asr,
             f0=f0,
-            noise=noise,
-            timbre=style[:, :128],
-            durations=durations,
+            energy=energy,
+            style=style,
             source_phase=source_phase(f0.float().cpu().numpy()),
         )
 
     def features(
         self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None
-    ) -> AlignedFeatures:
+    ) -> Features[torch.Tensor]:
         """The text side for one segment."""
         style = torch.from_numpy(style_row(self.voices[voice], len(tokens))).to(self._device)
         self._running.flag = run_flag
@@ -186,7 +145,7 @@ class TorchEngine(SpeechEngine):
     @torch.inference_mode()
     def decode(
         self,
-        features: AlignedFeatures,
+        features: Features[torch.Tensor],
         start: int = 0,
         stop: int | None = None,
         run_flag: RunFlag | None = None,
@@ -200,8 +159,8 @@ class TorchEngine(SpeechEngine):
             audio = self.model.decoder(
                 features.asr[:, :, start:stop],
                 features.f0[:, 2 * start : 2 * stop],
-                features.noise[:, 2 * start : 2 * stop],
-                features.timbre,
+                features.energy[:, 2 * start : 2 * stop],
+                features.style[:, :128],  # the decoder's half of the style row
             )
         finally:
             self._running.flag = self._running.phase = None

@@ -1,9 +1,10 @@
-"""`python -m tts export-model DIR --format torch|onnx`: write a model directory from the shipped weights.
+"""hexgrad's layout rebuilt from the shipped int8 export, offline (`python -m tts export-model DIR --format
+torch`): `config.json` (hyper-parameters and vocab as hexgrad's), `kokoro-v1_0.pth` (`{"bert",
+"bert_encoder", "predictor", "text_encoder", "decoder"}` state dicts that `kokoro.KModel` loads strictly)
+and `voices/<name>.pt` (`[510, 1, 256]` float tensors).
 
-`onnx` copies the int8 export and its voices (what the ONNX engine loads). `torch` rebuilds hexgrad's own
-layout from that int8 export, offline: `config.json` (hyper-parameters and vocab as hexgrad's),
-`kokoro-v1_0.pth` (`{"bert", "bert_encoder", "predictor", "text_encoder", "decoder"}` state dicts that
-`kokoro.KModel` loads strictly) and `voices/<name>.pt` (`[510, 1, 256]` float tensors).
+`hexgrad_layout(config)` is the step before the torch engine loads: the given model directory, checked,
+or this export written once into the cache (`<TTS_CACHE_DIR>/kokoro-torch`).
 
 How the int8 graph maps back onto KModel's modules (dynamic quantization by onnxruntime):
 - Every quantized weight is found through the node that consumes it, and its zero point is read from that
@@ -38,17 +39,30 @@ from __future__ import annotations
 
 import io
 import json
+import logging
+import os
 import re
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from tts.assets import STYLE_SHAPE, export_model_dir, pypi_model, pypi_vocab, pypi_voices
-from tts.kmodel import COMPONENTS, CONFIG_FILE, MODEL_FILE, VOICES_DIR, build_kmodel
+from tts.config import TTSConfig
+from tts.engines.torch.kmodel import (
+    COMPONENTS,
+    CONFIG_FILE,
+    MODEL_FILE,
+    VOICES_DIR,
+    build_kmodel,
+    is_kmodel_dir,
+)
+from tts.engines.weights import STYLE_SHAPE, AssetError, pypi_model, pypi_vocab, pypi_voices
 
-FORMATS = ("onnx", "torch")
+log = logging.getLogger("tts.engines.torch")
+
+EXPORT_SUBDIR = "kokoro-torch"
 
 # hexgrad/Kokoro-82M's config.json (v1.0), without the vocab, which comes with the voices.
 KOKORO_CONFIG: dict[str, object] = {
@@ -344,10 +358,23 @@ def export_torch(dest: Path, cache_dir: Path, progress=None) -> Path:
     return dest
 
 
-def export_model(dest: Path, fmt: str, cache_dir: Path, progress=None) -> Path:
-    """Write a model directory in `fmt` (one of FORMATS)."""
-    if fmt == "torch":
-        return export_torch(dest, cache_dir, progress)
-    if fmt == "onnx":
-        return export_model_dir(dest, cache_dir)
-    raise ValueError(f"unknown model format {fmt!r}; known: {', '.join(FORMATS)}")
+def hexgrad_layout(config: TTSConfig) -> Path:
+    """The directory in hexgrad's layout for the torch engine: `config.model_dir` (refused when it is
+    another layout), or else the export in the cache, written once (about a minute on 2 cores)."""
+    if config.model_dir is not None:
+        if not is_kmodel_dir(config.model_dir):
+            raise AssetError(
+                f"{config.model_dir} is not hexgrad's layout (config.json, kokoro-v1_0.pth, voices/*.pt); "
+                "write one with `python -m tts export-model DIR --format torch`"
+            )
+        return config.model_dir
+    target = config.cache_dir / EXPORT_SUBDIR
+    if not is_kmodel_dir(target):
+        log.info("exporting hexgrad's layout from the int8 model into %s (once)", target)
+        staging = config.cache_dir / f".{EXPORT_SUBDIR}.{os.getpid()}"
+        export_torch(staging, config.cache_dir)
+        try:
+            staging.rename(target)
+        except OSError:  # another process finished first
+            shutil.rmtree(staging, ignore_errors=True)
+    return target

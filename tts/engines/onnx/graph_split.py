@@ -1,5 +1,5 @@
 """Split the Kokoro ONNX export into its text side and its decoder, so the decoder can run over windows
-of frames (see `tts/windows.py`).
+of frames (see `tts/engines/windows.py`).
 
 The export is one graph `tokens, style, speed -> audio`. Inside it, hexgrad's `KModel.forward_with_tokens`
 hands the decoder four tensors, whose names keep the torch module paths:
@@ -17,10 +17,12 @@ the phase accumulated over the frames before a window keeps the source continuou
 export has no random initial phase and no noise generator, so the decoder is deterministic.
 
 A third graph is the decoder with its int8 convolutions re-expressed as int8 matrix products with
-signed weights (`tts/conv_matmul.py`): the same audio, faster on CPUs with VNNI.
+signed weights (`conv_matmul.py`): the same audio, faster on CPUs with VNNI.
 
-The split is deterministic and built once per source model, into the cache directory next to the
-assembled model, keyed by the source's SHA-256; a manifest records the hashes and is checked on load.
+The split is deterministic and built once per source model and per rewriting code, into the cache
+directory next to the assembled model: the key is the source's SHA-256 and `rewrite_fingerprint`, the
+SHA-256 of this module's and `conv_matmul.py`'s source, so a change to either rebuilds the graphs
+instead of running the old ones. A manifest records the hashes and is checked on load.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tts.conv_matmul import convolutions_as_matmul
-from tts.windows import HARMONICS
+from tts.engines.onnx import conv_matmul
+from tts.engines.windows import HARMONICS
 
 ASR = "/encoder/MatMul_1_output_0"
 F0 = "/encoder/Reshape_output_0"
@@ -40,7 +42,9 @@ N = "/encoder/Reshape_1_output_0"
 STYLE = "style"
 PHASE = "phase"
 _CUMSUM = "/decoder/decoder/generator/m_source/l_sin_gen/CumSum_output_0"
-SPLIT_VERSION = 2
+# The code that writes the graphs: its bytes are part of the cache key. (`HARMONICS`, the phase input's
+# width, comes from windows.py but is the model's: the fundamental and 8 overtones.)
+REWRITE_SOURCES = (Path(__file__), Path(conv_matmul.__file__))
 
 
 class GraphSplitError(RuntimeError):
@@ -63,6 +67,14 @@ def _sha256(path: Path) -> str:
     with path.open("rb") as handle:
         while block := handle.read(1 << 22):
             digest.update(block)
+    return digest.hexdigest()
+
+
+def rewrite_fingerprint() -> str:
+    """SHA-256 over the source of the modules that write the graphs (`REWRITE_SOURCES`), in order."""
+    digest = hashlib.sha256()
+    for path in REWRITE_SOURCES:
+        digest.update(_sha256(path).encode())
     return digest.hexdigest()
 
 
@@ -103,7 +115,7 @@ def _build(source: Path, split: SplitModel) -> None:
     decoder = extractor.extract_model([ASR, F0, N, STYLE], ["audio"])
     _add_phase_input(decoder)
     matmul_decoder = copy.deepcopy(decoder)
-    convolutions_as_matmul(matmul_decoder)
+    conv_matmul.convolutions_as_matmul(matmul_decoder)
     for part in (decoder, matmul_decoder):
         onnx.checker.check_model(part)
     for part, path in zip((text, decoder, matmul_decoder), split.paths, strict=True):
@@ -114,19 +126,19 @@ def _build(source: Path, split: SplitModel) -> None:
 
 def split_model(source: Path, cache_dir: Path) -> SplitModel:
     """The text-side and decoder graphs of `source`, built on first use and verified afterwards."""
-    source_sha = _sha256(source)
-    directory = cache_dir / "split" / f"{source_sha[:16]}-v{SPLIT_VERSION}"
+    source_sha, code_sha = _sha256(source), rewrite_fingerprint()
+    directory = cache_dir / "split" / f"{source_sha[:16]}-{code_sha[:16]}"
     split = SplitModel(directory / "text.onnx", directory / "decoder.onnx", directory / "decoder-matmul.onnx")
     manifest_path = directory / "manifest.json"
     if manifest_path.is_file():
         manifest = json.loads(manifest_path.read_text())
-        if manifest.get("source_sha256") == source_sha and all(
+        if (manifest.get("source_sha256"), manifest.get("code_sha256")) == (source_sha, code_sha) and all(
             path.is_file() and _sha256(path) == manifest.get(path.name) for path in split.paths
         ):
             return split
     directory.mkdir(parents=True, exist_ok=True)
     _build(source, split)
-    manifest = {"source": source.name, "source_sha256": source_sha, "version": SPLIT_VERSION}
+    manifest = {"source": source.name, "source_sha256": source_sha, "code_sha256": code_sha}
     manifest.update({path.name: _sha256(path) for path in split.paths})
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
     return split

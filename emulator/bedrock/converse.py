@@ -8,7 +8,10 @@ the whole reply as Bedrock's JSON. Any model id is accepted; the backend is the 
 
 Errors are the shared AWS envelope (emulator.wire.awserrors, restJson1 with Bedrock's lowercase
 `message`), typed the way boto3 expects: a malformed request is HTTP 400 with `x-amzn-errortype:
-ValidationException` (raised as `client.exceptions.ValidationException`); a backend failure is HTTP 424
+ValidationException` (raised as `client.exceptions.ValidationException`), checked before the model sees
+anything: a string that is not valid Unicode (a lone surrogate), a blank text block, a conversation that
+does not start with a user message or does not alternate user/assistant, with the real service's
+messages where known; a backend failure is HTTP 424
 `ModelErrorException` for Converse and a `modelStreamErrorException` event once a stream has started; an
 unexpected fault is `InternalServerException` (500, or its stream event). `inferenceConfig.maxTokens`
 cuts the reply (stopReason `max_tokens`); `toolConfig` is accepted and answered in text (the backends
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping
@@ -61,6 +65,7 @@ def parse_converse_request(model_id: str, raw: bytes) -> ConverseRequest:
         raise _invalid("Malformed input request: the body must be a JSON object")
     if not model_id:
         raise _invalid("modelId must not be empty")
+    _check_unicode(body)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _invalid("messages must be a non-empty list")
@@ -70,14 +75,51 @@ def parse_converse_request(model_id: str, raw: bytes) -> ConverseRequest:
         content = message.get("content")
         if not isinstance(content, list) or not content or not all(isinstance(b, dict) for b in content):
             raise _invalid(f"messages.{index}.content must be a non-empty list of content blocks")
+        for block_index, block in enumerate(content):
+            text = block.get("text")
+            if "text" in block and (not isinstance(text, str) or not text.strip()):
+                raise _invalid(
+                    f"The text field in the ContentBlock object at messages.{index}.content.{block_index} "
+                    "is blank. Add text to the text field, and try again."
+                )
     if messages[0]["role"] != "user":
-        raise _invalid("A conversation must start with a user message.")
+        raise _invalid(
+            "A conversation must start with a user message. Try again with a conversation that starts "
+            "with a user message."
+        )
+    if any(a["role"] == b["role"] for a, b in itertools.pairwise(messages)):
+        raise _invalid(
+            "A conversation must alternate between user and assistant roles. Make sure the conversation "
+            "alternates between user and assistant roles and try again."
+        )
     system = body.get("system", [])
     if not isinstance(system, list) or not all(isinstance(b, dict) for b in system):
         raise _invalid("system must be a list of content blocks")
     if not isinstance(body.get("toolConfig", {}), dict):
         raise _invalid("toolConfig must be an object")
     return ConverseRequest(model_id, messages, system, _inference_config(body.get("inferenceConfig", {})))
+
+
+def _check_unicode(body: Any) -> None:
+    """Refuse a string that is not valid Unicode: JSON's `\\ud800` escape decodes to a lone surrogate,
+    which no tokenizer can encode (the local model failed on it mid-stream, a 424 or a stream error
+    event). Iterative, because a body may nest as deep as the JSON parser allowed."""
+    pending: list[tuple[str, Any]] = [("", body)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend((f"{path}.{key}".lstrip("."), item) for key, item in value.items())
+            pending.extend((f"{path}.<key>".lstrip("."), key) for key in value)
+        elif isinstance(value, list):
+            pending.extend((f"{path}.{index}".lstrip("."), item) for index, item in enumerate(value))
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise _invalid(
+                    f"Malformed input request: {path or 'the body'} is not valid Unicode "
+                    f"(a lone surrogate at character {exc.start})"
+                ) from exc
 
 
 def _inference_config(config: Any) -> dict[str, Any]:
@@ -120,14 +162,15 @@ class _Generation:
     """One reply being generated: its deltas (cut at maxTokens), stop reason and token count."""
 
     def __init__(self, model: ReplyModel, parsed: ConverseRequest) -> None:
-        self._model = model
+        # Opened here, in the handler: a backend may refuse the request (an AwsError) before any event.
+        self._stream = model.stream(parsed)
         self._parsed = parsed
         self.stop_reason = "end_turn"
         self.output_tokens = 0
 
     async def deltas(self) -> AsyncIterator[str]:
         max_tokens = self._parsed.inference_config.get("maxTokens")
-        async with contextlib.aclosing(self._model.stream(self._parsed)) as stream:
+        async with contextlib.aclosing(self._stream) as stream:
             async for delta in stream:
                 self.output_tokens += 1
                 yield delta
@@ -158,7 +201,8 @@ def bedrock_blueprint(config: Any, model: ReplyModel | None = None) -> Blueprint
     @blueprint.post("/model/<path:model_id>/converse-stream")
     async def converse_stream(model_id: str) -> Response:
         parsed = parse_converse_request(model_id, await request.get_data())
-        response = Response(_stream_events(model, parsed), content_type=EVENTSTREAM_CONTENT_TYPE)
+        generation = _Generation(model, parsed)
+        response = Response(_stream_events(generation, parsed), content_type=EVENTSTREAM_CONTENT_TYPE)
         response.headers["x-amzn-requestid"] = request_id()
         response.timeout = None  # a slow model may stream for longer than RESPONSE_TIMEOUT
         return response
@@ -194,11 +238,10 @@ def bedrock_blueprint(config: Any, model: ReplyModel | None = None) -> Blueprint
     return blueprint
 
 
-async def _stream_events(model: ReplyModel, parsed: ConverseRequest) -> AsyncIterator[bytes]:
+async def _stream_events(generation: _Generation, parsed: ConverseRequest) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
     started = loop.time()
     yield _event("messageStart", {"role": "assistant"})
-    generation = _Generation(model, parsed)
     try:
         async for delta in generation.deltas():
             yield _event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": delta}})

@@ -41,7 +41,7 @@ from emulator.bedrock.models import (
     tokenize,
 )
 from emulator.config import ConfigError
-from emulator.controller.processes import free_port
+from emulator.processes import free_port
 from emulator.wire import eventstream
 
 pytestmark = pytest.mark.integration  # real servers: the emulator, test containers, official clients
@@ -276,6 +276,24 @@ async def test_strands_agent_streams_the_scripted_text(
     [
         [{"role": "assistant", "content": [{"text": "I speak first"}]}],
         [{"role": "user", "content": []}],
+        # the real service's fidelity: blank text blocks and two turns of one role in a row
+        [{"role": "user", "content": [{"text": ""}]}],
+        [{"role": "user", "content": [{"text": " \n\t"}]}],
+        [user("Hi."), {"role": "assistant", "content": [{"text": "   "}]}, user("Again.")],
+        [user("Hi."), user("Hello?")],
+        [user("Hi."), {"role": "assistant", "content": [{"text": "Yes?"}]}, user("a"), user("b")],
+        # a lone surrogate: boto3 sends it as the JSON escape \ud800 (it was a 424 from the local model)
+        [user("Say \ud800 this.")],
+    ],
+    ids=[
+        "assistant-first",
+        "no-content",
+        "empty-text",
+        "blank-text",
+        "blank-assistant",
+        "two-users",
+        "two-users-later",
+        "lone-surrogate",
     ],
 )
 def test_malformed_request_raises_validation_exception(

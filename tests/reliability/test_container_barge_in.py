@@ -69,3 +69,39 @@ async def test_cancel_by_id_in_the_middle_of_sending(paced_server):
     assert complete["request_id"] == "b" and audio["b"] == complete["audio_bytes"]
     assert transcript.audio_after(cancelled) == []
     assert audio["a"] < complete["audio_bytes"] / 2, "most of `a` (same length as `b`) must never be sent"
+
+
+PCM_BYTES_PER_S = 24_000 * 2
+LONGER = (
+    "This answer is long on purpose, so that its audio is computed well before it is played. "
+    "The container paces every frame to real time, and a barge-in must stop the frames it still holds."
+)
+
+
+def audio_s(transcript: Transcript) -> float:
+    return sum(transcript.audio().values()) / PCM_BYTES_PER_S
+
+
+async def test_cancel_stops_computed_audio_that_is_still_being_paced_out(paced_server):
+    """The cancel comes in the middle of a decoder step whose audio is computed and being paced out
+    frame by frame (the steps grow to 3 s; 2 s of audio in, the third step is playing): the sender
+    must stop between two frames of it, not at the end of the step."""
+    async with connect(paced_server.ws) as ws:
+        await ws.send(json.dumps({"text": LONGER, "request_id": "a", "format": "pcm"}))
+        transcript = await read_until(ws, Transcript(), is_audio)
+        while audio_s(transcript) < 2.0:
+            await read_until(ws, transcript, is_audio)
+        await ws.send(json.dumps({"type": "cancel", "request_id": "a"}))
+        await read_until(ws, transcript, is_control("cancelled"))
+        await ws.send(json.dumps({"text": LONGER, "request_id": "b", "format": "pcm"}))
+        await read_until(ws, transcript, is_control("synthesis_complete", "b"))
+        await close_and_drain(ws, transcript)
+    (cancelled,) = transcript.controls("cancelled")
+    (complete,) = transcript.controls("synthesis_complete")
+    audio = transcript.audio()
+    late = transcript.audio_after(cancelled)
+    print(f"\ncancel while pacing: a sent {audio['a']} of {complete['audio_bytes']} bytes; late {len(late)}")
+    assert cancelled["request_ids"] == ["a"]
+    assert late == [], f"{sum(map(len, late)) / PCM_BYTES_PER_S:.2f} s of `a` came after `cancelled`"
+    # what was sent: the 2 s read, the 0.5 s send-ahead lead and frames in flight; `a` is over 8 s
+    assert audio["a"] < 3.5 * PCM_BYTES_PER_S < complete["audio_bytes"] / 2

@@ -1,8 +1,8 @@
 """One persistent bidirectional session to the Kokoro endpoint, through the official client.
 
 Sentences are sent the moment they exist (the container queues them and computes them back to back);
-nothing waits for `synthesis_complete` before sending the next one. Everything that comes back is one
-kind of chunk, split by one rule (`classify`).
+nothing waits for `synthesis_complete` before sending the next one. Every request asks for its word
+timings. Everything that comes back is one kind of chunk, split by one rule (`classify`).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -96,6 +97,10 @@ class TTSStreamError(RuntimeError):
         self.code = code
 
 
+# SageMaker's EndpointName pattern (botocore's sagemaker service model).
+ENDPOINT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+
+
 class TTSSession:
     """Use as `async with await TTSSession.open(client, endpoint) as session:`.
 
@@ -115,7 +120,15 @@ class TTSSession:
         cls, client: AsyncSageMakerRuntimeHTTP2Client, endpoint_name: str, timeout_s: float = OPEN_TIMEOUT_S
     ) -> TTSSession:
         """Start the stream. Bounded in time: when signing or connecting fails inside the official
-        client's background task, its call never returns on its own."""
+        client's background task, its call never returns on its own. An endpoint name SageMaker would
+        refuse is refused here at once: the official client fails to build the request's path for an
+        empty one inside that task, and its call would wait out the timeout."""
+        if not ENDPOINT_NAME.fullmatch(endpoint_name):
+            raise TTSStreamError(
+                "ValidationError",
+                f"endpoint name {endpoint_name!r} is not a SageMaker endpoint name "
+                f"(1-63 letters, digits and hyphens: {ENDPOINT_NAME.pattern})",
+            )
         _drop_crt_writer_race(asyncio.get_running_loop())
         try:
             async with asyncio.timeout(timeout_s):
@@ -142,7 +155,17 @@ class TTSSession:
         )
 
     async def synthesize(self, text: str, request_id: str, voice: str, audio_format: str) -> None:
-        await self.send({"text": text, "request_id": request_id, "voice": voice, "format": audio_format})
+        """Queue `text` as request `request_id`, with its word timings (`words` control frames before
+        each segment's audio): the agent relays them as captions and keeps them for barge-in."""
+        await self.send(
+            {
+                "text": text,
+                "request_id": request_id,
+                "voice": voice,
+                "format": audio_format,
+                "timestamps": True,
+            }
+        )
 
     async def cancel(self, request_id: str | None = None) -> None:
         await self.send(

@@ -3,8 +3,11 @@
 import asyncio
 import gc
 import logging
+import time
 
-from agent.tts_session import _drop_crt_writer_race
+import pytest
+
+from agent.tts_session import TTSSession, TTSStreamError, _drop_crt_writer_race
 
 RACE = "2080 (AWS_ERROR_HTTP_STREAM_HAS_COMPLETED): HTTP-stream has completed, action cannot be performed."
 
@@ -53,3 +56,22 @@ def test_only_awscrts_writer_race_is_dropped(caplog):
     assert len(errors) == 1 and "never retrieved" in errors[0] and "another_writer" in errors[0], errors
     dropped = [r for r in caplog.records if r.name == "agent.tts_session"]
     assert len(dropped) == 2 and all("aws-crt-python#762" in r.getMessage() for r in dropped)
+
+
+@pytest.mark.parametrize("name", ["", "-kokoro", "kokoro_82m", "a" * 64, "kokoro 82m"])
+async def test_an_endpoint_name_sagemaker_refuses_is_refused_at_once(name: str):
+    """With an empty name the official client fails inside its background task and its call never
+    returns: the session must refuse the name itself, with a typed error, before calling it."""
+    from smithy_aws_core.identity import AWSCredentialsIdentity
+
+    from agent.config import AgentConfig
+    from agent.sagemaker_client import bidirectional_client
+
+    config = AgentConfig(sagemaker_http2_endpoint="http://127.0.0.1:9")  # nothing listens: never reached
+    client = await bidirectional_client(
+        config, AWSCredentialsIdentity(access_key_id="a", secret_access_key="b")
+    )
+    started = time.perf_counter()
+    with pytest.raises(TTSStreamError) as error:
+        await TTSSession.open(client, name, timeout_s=30)
+    assert error.value.code == "ValidationError" and time.perf_counter() - started < 1

@@ -2,8 +2,10 @@
 
 The target is a local URL (`http://127.0.0.1:8080`) or a deployed AgentCore runtime ARN (called
 through boto3 `bedrock-agentcore` `invoke_agent_runtime`). Times are taken where the events arrive:
-time to first text (first `text_delta`), time to first audio (first `audio_chunk`), total (`agent_end`),
-each relative to the arrival of `agent_start`.
+time to first text (first `text_delta`), time to first audio (first `audio_chunk`), answer complete
+(last `text_delta`), total (`agent_end`), each relative to the arrival of `agent_start`. The report
+says, per mode, how long before (bidi) or after (batch) the answer was complete speech began, and
+explains each term in one line before it uses it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import httpx
 
 from agent.events import read_events
 
-DEFAULT_PROMPT = "Where is my order, and when will it arrive?"
+# An answer of several sentences: bidi speaks the first while the model still writes the rest, which a
+# one-sentence answer cannot show (both modes then send the same sentence at the same moment).
+DEFAULT_PROMPT = "Give me three short tips for sleeping better tonight."
 MODES = ("bidi", "batch")
 # First-audio ratios closer to 1 than this are reported as level: one run's first audio spreads by about
 # 15% on a 2-core laptop (852-1,159 ms over 15 warm runs of the same one-sentence answer, both modes).
@@ -38,9 +42,16 @@ class RunResult:
     mode: str
     ttft_ms: float
     ttfa_ms: float
+    complete_ms: float
+    """When the answer's last text arrived."""
     total_ms: float
     chunks: int
     text: str
+
+    @property
+    def lead_ms(self) -> float:
+        """How long before the answer was complete speech began (negative: after)."""
+        return self.complete_ms - self.ttfa_ms
 
 
 def local_chunks(url: str, payload: dict, session_id: str) -> Iterator[bytes]:
@@ -109,7 +120,7 @@ def run_once(target: str, mode: str, prompt: str, voice: str | None, audio_forma
     if audio_format:
         payload["format"] = audio_format
     session_id = f"demo-{mode}-{uuid.uuid4()}"  # a fresh conversation per run; AgentCore wants >= 33 chars
-    started = first_text = first_audio = ended = None
+    started = first_text = last_text = first_audio = ended = None
     audio_chunks, text = 0, ""
     for now, event in read_events(turn_chunks(target, payload, session_id)):
         kind = event.get("type")
@@ -117,6 +128,7 @@ def run_once(target: str, mode: str, prompt: str, voice: str | None, audio_forma
             started = now
         elif kind == "text_delta":
             first_text = first_text or now
+            last_text = now
             text += event.get("text", "")
         elif kind == "audio_chunk":
             first_audio = first_audio or now
@@ -125,13 +137,13 @@ def run_once(target: str, mode: str, prompt: str, voice: str | None, audio_forma
             raise DemoError(f"{mode}: {event.get('code')}: {event.get('message')}")
         elif kind == "agent_end":
             ended = now
-    if started is None or first_text is None or first_audio is None or ended is None:
+    if started is None or first_text is None or last_text is None or first_audio is None or ended is None:
         raise DemoError(f"{mode}: the stream ended without text, audio or agent_end")
 
     def ms(t: float) -> float:
         return round((t - started) * 1000, 1)
 
-    return RunResult(mode, ms(first_text), ms(first_audio), ms(ended), audio_chunks, text)
+    return RunResult(mode, ms(first_text), ms(first_audio), ms(last_text), ms(ended), audio_chunks, text)
 
 
 def compare(
@@ -141,7 +153,8 @@ def compare(
     voice: str | None = None,
     audio_format: str | None = None,
 ) -> dict:
-    """Both modes, `runs` times each, alternating which goes first; medians and the TTFA ratio."""
+    """Both modes, `runs` times each, alternating which goes first; medians (the lead of speech over the
+    answer's completion is the median of each run's own lead) and the TTFA ratio."""
     results: dict[str, list[RunResult]] = {mode: [] for mode in MODES}
     for n in range(runs):
         for mode in MODES if n % 2 == 0 else reversed(MODES):
@@ -150,9 +163,9 @@ def compare(
     for mode, rows in results.items():
         summary[mode] = {
             key: statistics.median(getattr(r, key) for r in rows)
-            for key in ("ttfa_ms", "ttft_ms", "total_ms", "chunks")
+            for key in ("ttfa_ms", "ttft_ms", "complete_ms", "total_ms", "chunks", "lead_ms")
         }
-        summary[mode]["runs"] = [asdict(r) | {"text": None} for r in rows]
+        summary[mode]["runs"] = [asdict(r) | {"lead_ms": r.lead_ms, "text": None} for r in rows]
     summary["ratio"] = round(summary["batch"]["ttfa_ms"] / summary["bidi"]["ttfa_ms"], 2)
     summary["text"] = results["bidi"][0].text
     return summary
@@ -169,18 +182,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
 
 
+GLOSSARY = (
+    ("bidi", "speaks each sentence the moment the model has written it, while it writes the rest"),
+    ("batch", "waits for the whole answer, then speaks it (the usual way: the baseline)"),
+    ("first text", "when the model's first words arrived, from the start of the turn"),
+    ("first audio", "when the first sound arrived: time to first audio (TTFA)"),
+    ("complete", "when the answer's last words arrived"),
+    ("chunks", "pieces of audio as they stream to the client (100 ms each for PCM)"),
+)
+# A lead shorter than this is reported as speech beginning as the answer completed: the report shows
+# tenths of a second.
+SAME_MOMENT_MS = 50
+
+
+def speech_lead(mode: str, lead_ms: float) -> str:
+    """`mode: speech began X s before the answer was complete` (or after, or as)."""
+    if abs(lead_ms) < SAME_MOMENT_MS:
+        return f"{mode}: speech began as the answer was complete"
+    when = "before" if lead_ms > 0 else "after"
+    return f"{mode}: speech began {abs(lead_ms) / 1000:.1f} s {when} the answer was complete"
+
+
 def report(summary: dict) -> str:
+    """The glossary, the table of medians, each mode's lead of speech over the answer, and the closing
+    line on first audio."""
     runs = len(summary["bidi"]["runs"])
+    width = max(len(term) for term, _ in GLOSSARY)
     lines = [
-        f"bidi vs batch, the median of {runs} runs each:" if runs > 1 else "bidi vs batch, one run each:",
-        f"{'mode':<6} {'first text':>11} {'first audio':>12} {'total':>9} {'chunks':>7}",
+        f"Two ways to speak the same answer, the median of {runs} runs each:"
+        if runs > 1
+        else "Two ways to speak the same answer, one run each:"
+    ]
+    lines += [f"  {term:<{width}}  {meaning}" for term, meaning in GLOSSARY]
+    lines += [
+        f"{'mode':<6} {'first text':>11} {'first audio':>12} {'complete':>10} {'total':>9} {'chunks':>7}",
     ]
     for mode in MODES:
         row = summary[mode]
         lines.append(
-            f"{mode:<6} {row['ttft_ms']:>9.0f}ms {row['ttfa_ms']:>10.0f}ms {row['total_ms']:>7.0f}ms "
-            f"{row['chunks']:>7.0f}"
+            f"{mode:<6} {row['ttft_ms']:>9.0f}ms {row['ttfa_ms']:>10.0f}ms {row['complete_ms']:>8.0f}ms "
+            f"{row['total_ms']:>7.0f}ms {row['chunks']:>7.0f}"
         )
+    lines += [speech_lead(mode, summary[mode]["lead_ms"]) for mode in MODES]
     ratio = summary["ratio"]
     if ratio >= LEVEL:
         lines.append(f"bidi TTFA is {ratio:.1f}x faster than batch")

@@ -1,17 +1,26 @@
-"""The web page in a real browser (headless Chromium): ask, see the answer, get audio scheduled, and see
-the timeline of text and audio arriving; Compare runs both modes and draws both timelines. Most tests use
-the paced script model (a fixed answer); one runs the emulated Bedrock's default model (SmolLM2 on the
-CPU) and checks the page answers the question it is asked."""
+"""The web page in a real browser (headless Chromium) behaves like a player: ask, see the answer, hear it
+on the page's audio clock, see the timeline of text and audio arriving with the moment the answer was
+complete; Stop stays live while speech is left to play, a new question silences the old answer, Replay
+plays it again, Compare draws both modes, and an empty question gets a plain message and no chart.
+Most tests use the paced script model (a fixed answer); one runs the emulated Bedrock's default model
+(SmolLM2 on the CPU) and checks the page answers the question it is asked.
+
+Headless Chromium has no sound device: `--disable-audio-output` gives it Chromium's fake audio output,
+whose clock runs in real time (an AudioContext's currentTime advanced 1.02 s in 1 s here), so playback is
+real page state: the player's clock (`player.playedMs()`) and the signal reaching the output, read by
+an AnalyserNode (`player.level()`), not a stub."""
 
 import contextlib
 import dataclasses
+import json
 import shutil
+import time
 
 import pytest
 
 from emulator.bedrock.smollm import prepare_model
 from emulator.config import EmulatorConfig
-from local_stack import local_stack
+from local_stack.stack import local_stack
 
 pytestmark = [
     pytest.mark.integration,
@@ -20,6 +29,13 @@ pytestmark = [
         reason="no Chromium on PATH (scripts/test installs Debian's chromium when it can)",
     ),
 ]
+
+# Speech is heard as a level above this (16-bit speech peaks near 0.3; silence reads exactly 0).
+AUDIBLE = 0.01
+# Listening this long always hears speech while an answer plays: the pause between two sentences is shorter.
+HEARING_MS = 1_000
+# The player's meter looks at the last 21 ms of output, so it still holds speech that long after Stop.
+METER_WINDOW_MS = 100
 
 
 @contextlib.contextmanager
@@ -33,6 +49,7 @@ def browser_page(url: str):
             args=[
                 "--no-sandbox",
                 "--autoplay-policy=no-user-gesture-required",
+                "--disable-audio-output",
                 "--disable-gpu",
                 "--disable-background-networking",
                 "--disable-component-update",
@@ -40,7 +57,7 @@ def browser_page(url: str):
             ],
         )
         try:
-            page = browser.new_page()
+            page = browser.new_page(viewport={"width": 1000, "height": 900})
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.goto(url)
@@ -65,11 +82,86 @@ def smollm2_stack(tmp_path_factory):
         yield running
 
 
+def state(page) -> str:
+    return page.get_attribute("body", "data-state")
+
+
+def loudest(page, ms: int = 400) -> float:
+    """The loudest sample reaching the page's audio output over `ms`."""
+    return page.evaluate(
+        """async (ms) => { let max = 0; const end = performance.now() + ms;
+            while (performance.now() < end) { max = Math.max(max, player.level());
+                await new Promise((r) => setTimeout(r, 10)); }
+            return max; }""",
+        ms,
+    )
+
+
+def clock(page) -> dict:
+    return page.evaluate(
+        "({ t: player.ctx.currentTime, played: player.playedMs(), scheduled: player.scheduledMs() })"
+    )
+
+
+def wait_until_the_stream_is_complete(page, timeout_ms: int = 120_000) -> None:
+    """Every event of the answer has arrived (the page records its chunk count then)."""
+    page.wait_for_function("document.body.dataset.chunks !== undefined", timeout=timeout_ms)
+
+
+def timeline_rows(page) -> list[dict]:
+    return page.eval_on_selector_all(
+        "#timeline g.run",
+        """rows => rows.map(g => ({
+            mode: g.dataset.mode,
+            ttfa: Number(g.dataset.ttfa),
+            complete: Number(g.dataset.complete),
+            stopped: Number(g.dataset.stopped),
+            text: Number(g.dataset.textEvents),
+            audio: Number(g.dataset.audioEvents),
+            pieces: [...g.querySelectorAll('rect.audio-piece')].map(r => Number(r.dataset.chunks)),
+            textTicks: g.querySelectorAll('line.text-tick').length,
+            completeMarks: g.querySelectorAll('line.complete').length,
+            stopMarks: g.querySelectorAll('line.stop').length,
+            lead: g.querySelector('text.lead')?.textContent ?? null,
+            firstAudioLabel: [...g.querySelectorAll('text')].map(t => t.textContent)
+                .find(t => t.startsWith('first audio')) ?? null,
+        }))""",
+    )
+
+
+def assert_lead_matches(row: dict) -> None:
+    """The row's lead line says how long before (or after) the answer was complete speech began, as its
+    marks place them (to the tenth of a second it shows)."""
+    lead_ms = row["complete"] - row["ttfa"]
+    if row["lead"] == "speech began as the answer was complete":
+        assert abs(lead_ms) < 51, row
+        return
+    words = row["lead"].split()
+    assert words[:2] == ["speech", "began"] and words[3:] == [
+        "s",
+        words[4],
+        "the",
+        "answer",
+        "was",
+        "complete",
+    ]
+    assert words[4] == ("before" if lead_ms > 0 else "after"), row
+    assert float(words[2]) == pytest.approx(abs(lead_ms) / 1000, abs=0.051), row
+
+
+def contrast_on_white(rgb: str) -> float:
+    """WCAG contrast ratio of a CSS `rgb(r, g, b)` colour against white."""
+    channels = [int(v) / 255 for v in rgb[rgb.index("(") + 1 : rgb.index(")")].split(",")[:3]]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    return 1.05 / (luminance + 0.05)
+
+
 def test_the_page_answers_the_question_it_is_asked(smollm2_stack):
     with browser_page(f"{smollm2_stack.agent_url}/") as (page, errors):
         page.fill("#prompt", "What is the capital of France?")
         page.click("#go")
-        page.wait_for_selector("body[data-state=done]", timeout=120_000)
+        page.wait_for_selector("body[data-state=done]", timeout=180_000)
         answer = page.inner_text("#answer")
         chunks = int(page.get_attribute("body", "data-chunks"))
         ttfa = int(page.get_attribute("body", "data-ttfa"))
@@ -79,46 +171,159 @@ def test_the_page_answers_the_question_it_is_asked(smollm2_stack):
     assert 0 < ttfa < 120_000  # a fresh stack's first answer may wait for the model to finish loading
 
 
-def timeline_rows(page) -> list[dict]:
-    return page.eval_on_selector_all(
-        "#timeline g.run",
-        """rows => rows.map(g => ({
-            mode: g.dataset.mode,
-            ttfa: Number(g.dataset.ttfa),
-            text: Number(g.dataset.textEvents),
-            audio: Number(g.dataset.audioEvents),
-            ticks: g.querySelectorAll('line.text-tick, line.audio-tick').length,
-        }))""",
-    )
-
-
 def test_the_page_speaks_the_answer_and_draws_its_timeline(web):
     page, errors = web
     page.fill("#prompt", "Where is my order?")
     page.click("#go")
-    page.wait_for_selector("body[data-state=done]", timeout=120_000)
+    page.wait_for_selector("body[data-state=thinking]", timeout=10_000)
+    page.wait_for_selector("body[data-state=speaking]", timeout=120_000)
+    assert page.inner_text("#status").startswith("Speaking")
+    page.wait_for_selector("body[data-state=done]", timeout=180_000)
     answer = page.inner_text("#answer")
     chunks = int(page.get_attribute("body", "data-chunks"))
     ttfa = int(page.get_attribute("body", "data-ttfa"))
-    rows = timeline_rows(page)
+    played = clock(page)
+    (row,) = timeline_rows(page)
     assert not errors, errors
     assert answer.startswith("Thanks for waiting")
     assert chunks > 50, "the page should have scheduled every audio chunk"
     assert 0 < ttfa < 60_000  # a sanity bound, not a speed target (that is `python -m benchmarks agent`)
-    assert len(rows) == 1
-    (row,) = rows
+    assert played["played"] == pytest.approx(played["scheduled"], abs=1) and played["played"] > 5_000
     assert row["mode"] == "bidi" and row["ttfa"] == ttfa and row["audio"] == chunks
-    assert row["text"] > 10, "every text_delta is a tick on the text lane"
-    assert row["ticks"] == row["text"] + row["audio"]
+    assert row["text"] > 10 and row["textTicks"] == row["text"], "every text_delta is a tick on the text lane"
+    # one bar per spoken piece (each sentence the agent sent), together holding every chunk
+    assert len(row["pieces"]) >= 3 and sum(row["pieces"]) == chunks
+    assert row["completeMarks"] == 1 and row["complete"] > 0
+    assert_lead_matches(row)
+    assert row["lead"] in page.inner_text("#metrics")
+    for selector, prop in (
+        ("rect.audio-piece", "fill"),
+        ("line.text-tick", "stroke"),
+        ("line.complete", "stroke"),
+    ):
+        colour = page.eval_on_selector(f"#timeline {selector}", f"e => getComputedStyle(e).{prop}")
+        assert contrast_on_white(colour) >= 3, (selector, colour)
+
+
+def test_stop_is_live_during_leftover_playback_and_replay_plays_the_answer_again(web):
+    page, errors = web
+    page.fill("#prompt", "Where is my order?")
+    page.click("#go")
+    wait_until_the_stream_is_complete(page)
+    left = clock(page)
+    assert state(page) == "speaking" and page.is_enabled("#stop")
+    assert left["scheduled"] - left["played"] > 1_000, "the whole answer arrived before it was spoken"
+    assert loudest(page, HEARING_MS) > AUDIBLE
+
+    page.click("#stop")
+    page.wait_for_timeout(METER_WINDOW_MS)
+    before = clock(page)
+    silent = loudest(page)
+    after = clock(page)
+    assert state(page) == "stopped" and page.inner_text("#status").startswith("Stopped after")
+    assert silent == 0, "Stop silences the answer"
+    assert after["t"] - before["t"] > 0.3 and after["played"] == before["played"] < before["scheduled"]
+    assert page.is_disabled("#stop") and page.is_enabled("#replay")
+    (row,) = timeline_rows(page)
+    assert row["stopMarks"] == 1 and row["stopped"] > 0 and row["audio"] > 50
+
+    page.click("#replay")
+    assert state(page) == "speaking" and page.is_enabled("#stop")
+    time.sleep(1)
+    replaying = clock(page)
+    assert 500 < replaying["played"] < 2_500, "Replay starts the answer again from its beginning"
+    assert replaying["scheduled"] == pytest.approx(before["scheduled"], abs=1), (
+        "the whole answer, not the part heard"
+    )
+    assert loudest(page, HEARING_MS) > AUDIBLE
+    page.wait_for_selector("body[data-state=done]", timeout=int(replaying["scheduled"]) + 30_000)
+    assert clock(page)["played"] == pytest.approx(before["scheduled"], abs=1)
+    assert not errors, errors
+
+
+def test_a_new_question_silences_the_old_answer_and_clears_its_timeline(web):
+    page, errors = web
+    page.fill("#prompt", "Where is my order?")
+    page.click("#go")
+    wait_until_the_stream_is_complete(page)
+    assert state(page) == "speaking"
+    assert loudest(page, HEARING_MS) > AUDIBLE
+    assert len(timeline_rows(page)) == 1
+    page.fill("#prompt", "And when will it arrive?")
+    # In one go on the page: ask again, then listen until the new answer's first audio is scheduled.
+    heard = page.evaluate(
+        """async (window_ms) => {
+            const old = player.programme;
+            document.querySelector('#go').click();
+            const right_after = { state: document.body.dataset.state,
+                                  rows: document.querySelectorAll('#timeline g.run').length };
+            await new Promise((r) => setTimeout(r, window_ms));
+            let max = 0, samples = 0;
+            while (player.programme === old || player.pieces.length === 0) {
+                max = Math.max(max, player.level()); samples += 1;
+                await new Promise((r) => setTimeout(r, 10));
+            }
+            return { ...right_after, max, samples };
+        }""",
+        METER_WINDOW_MS,
+    )
+    assert heard["state"] == "thinking" and heard["rows"] == 0, "the old answer's timeline is cleared"
+    assert heard["samples"] >= 5 and heard["max"] == 0, "the old answer is silent before the new one speaks"
+    page.wait_for_selector("body[data-state=done]", timeout=180_000)
+    rows = timeline_rows(page)
+    assert len(rows) == 1 and rows[0]["audio"] == int(page.get_attribute("body", "data-chunks"))
+    assert page.inner_text("#answer").count("Thanks for waiting") == 1
+    assert not errors, errors
+
+
+def test_an_empty_question_shows_a_plain_message_and_no_chart(web, stack):
+    page, errors = web
+    sent: list[str] = []
+    page.on("request", lambda request: sent.append(request.url) if "/invocations" in request.url else None)
+    assert page.input_value("#prompt") == "" and "three short tips" in page.get_attribute(
+        "#prompt", "placeholder"
+    )
+    assert page.is_visible("label[for=prompt]") and page.is_visible("label[for=mode]")
+    assert "Up to 4,000 characters" in page.inner_text("#limit")
+    terms = page.inner_text("dl.terms")
+    for term in ("bidi", "batch", "first audio", "answer complete", "chunks"):
+        assert term in terms
+    icon = page.request.get(f"{stack.agent_url}/favicon.ico")
+    assert icon.status == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+    assert b"<svg" in icon.body()
+
+    page.click("#go")
+    assert page.inner_text("#problem-text") == "Type a question first."
+    assert (
+        page.is_hidden("#chart") and page.eval_on_selector("#timeline", "svg => svg.childElementCount") == 0
+    )
+    assert sent == [], "an empty question is not sent"
+
+    # The agent's own refusal of an empty prompt (the page's check bypassed): plain words too.
+    page.route(
+        "**/invocations",
+        lambda route: route.continue_(post_data=json.dumps({"prompt": " ", "mode": "bidi", "format": "pcm"})),
+    )
+    page.fill("#prompt", "Where is my order?")
+    page.click("#go")
+    page.wait_for_selector("body[data-state=failed]", timeout=60_000)
+    assert page.inner_text("#problem-text") == "Type a question first."
+    assert page.get_attribute("#problem", "data-detail").startswith("missing_prompt:")
+    assert "'prompt'" not in page.inner_text("#problem-text")
+    assert (
+        page.is_hidden("#chart") and page.eval_on_selector("#timeline", "svg => svg.childElementCount") == 0
+    )
+    assert len(sent) == 1
+    assert not errors, errors
 
 
 @pytest.mark.timeout(420)
 def test_compare_runs_both_modes_and_draws_two_timelines(web):
     page, errors = web
+    page.fill("#prompt", "Where is my order?")
     page.click("#compare")
     page.wait_for_selector("body[data-state=done]", timeout=300_000)
     rows = timeline_rows(page)
-    labels = page.text_content("#timeline")
     assert not errors, errors
     assert [row["mode"] for row in rows] == ["bidi", "batch"]
     bidi, batch = rows
@@ -126,4 +331,10 @@ def test_compare_runs_both_modes_and_draws_two_timelines(web):
     assert bidi["text"] == batch["text"], "the paced script model gives both modes the same reply"
     # batch speaks only after the whole answer is written; bidi while it is still being written
     assert 0 < bidi["ttfa"] < batch["ttfa"]
-    assert f"first audio {bidi['ttfa']} ms" in labels and f"first audio {batch['ttfa']} ms" in labels
+    assert len(batch["pieces"]) == 1, "batch speaks the whole answer as one piece"
+    assert len(bidi["pieces"]) > 1, "bidi speaks sentence by sentence"
+    for row in rows:
+        assert row["completeMarks"] == 1
+        assert_lead_matches(row)
+        assert float(row["firstAudioLabel"].split()[2]) == pytest.approx(row["ttfa"] / 1000, abs=0.006)
+    assert batch["lead"].endswith("after the answer was complete")

@@ -152,7 +152,8 @@ class EmulatorConfig:
     llm_threads: int = 1
     """torch threads for SmolLM2 (on 2 busy cores, 1 is faster than 2)."""
     llm_max_tokens: int = 80
-    """SmolLM2's longest answer in tokens (a request's smaller maxTokens wins)."""
+    """SmolLM2's answer length in tokens: past it the answer ends at its next sentence end, at most 40
+    tokens later (a request's smaller maxTokens wins)."""
     llm_first_token_ms: int = 400
     llm_tokens_per_s: float = 60.0
     llm_script: str | None = None

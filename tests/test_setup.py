@@ -1,13 +1,17 @@
-"""The README's ways in keep working: the tox environments it names, and uv's lock of pyproject.toml.
+"""The README's ways in keep working: the tox environments it names (each one's tests at least collect),
+and uv's lock of pyproject.toml.
 
 tox and uv come with the `test` extra (and so with scripts/bootstrap and `uv sync`)."""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -15,6 +19,7 @@ import pytest
 from tests.support.paths import REPO
 
 README_TOX_ENVS = {"unit", "integration", "reliability", "lint", "gpu", "cdk"}
+PYTEST_TOX_ENVS = ("unit", "integration", "reliability", "cdk", "gpu")
 
 
 def run(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
@@ -50,3 +55,71 @@ def test_uv_lock_matches_pyproject() -> None:
         pytest.skip("uv is not installed")
     result = run([uv, "lock", "--check", "--offline"], timeout=110)
     assert result.returncode == 0, f"uv.lock is stale: run `uv lock`\n{result.stderr[-2000:]}"
+
+
+def tox_config(envs: tuple[str, ...], keys: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """`tox config` for `envs`: env -> key -> value (a multi-line value joined by spaces)."""
+    shown = run([sys.executable, "-m", "tox", "config", "-e", ",".join(envs), "-k", *keys], timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    config: dict[str, dict[str, str]] = {}
+    env = key = ""
+    for line in shown.stdout.splitlines():
+        if section := re.fullmatch(r"\[testenv:(.+)\]", line):
+            env = section[1]
+            config[env] = {}
+        elif (pair := re.fullmatch(r"(\w+) = ?(.*)", line)) and env:
+            key = pair[1]
+            config[env][key] = pair[2]
+        elif line.startswith("  ") and env and key:
+            config[env][key] = f"{config[env][key]} {line.strip()}".strip()
+    return config
+
+
+def extras_closure(names: set[str]) -> set[str]:
+    """The extras `names` install, following pyproject's `voice-agent-aws[...]` self-references."""
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    found: set[str] = set()
+    pending = list(names)
+    while pending:
+        if (name := pending.pop()) in found:
+            continue
+        found.add(name)
+        for requirement in extras[name]:
+            if inner := re.fullmatch(r"voice-agent-aws\[(.+)\]", requirement):
+                pending.extend(part.strip() for part in inner[1].split(","))
+    return found
+
+
+def test_every_pytest_env_installs_what_every_test_module_imports() -> None:
+    """pytest imports every test module before -m deselects any, so an env that runs pytest over tests/
+    needs every extra a test module imports (the developer set, `dev`), or the whole run fails at
+    collection (tests/deploy imports aws-cdk-lib: the `cdk` extra)."""
+    configs = tox_config(PYTEST_TOX_ENVS, ("extras",))
+    needed = extras_closure({"dev"}) - {"dev"}  # what `dev` brings, however an env spells it
+    for env in PYTEST_TOX_ENVS:
+        installed = extras_closure(set(configs[env]["extras"].split()))
+        assert installed >= needed, f"tox env {env} lacks the extras {sorted(needed - installed)}"
+
+
+@pytest.mark.timeout(900)
+def test_every_pytest_env_selection_collects() -> None:
+    """Each tox env's own pytest command, collect-only, in this environment (which has what every env
+    installs: the test above): no collection error, and at least one test selected (exit 0, not 5)."""
+    configs = tox_config(PYTEST_TOX_ENVS, ("commands",))
+    for env in PYTEST_TOX_ENVS:
+        argv = shlex.split(configs[env]["commands"])
+        assert argv[0] == "pytest", f"tox env {env} runs {argv[0]}, not pytest"
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            *argv[1:],
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ]
+        collected = run(command, timeout=280)
+        tail = collected.stdout[-3000:] + collected.stderr[-2000:]
+        assert collected.returncode == 0, f"tox -e {env}: `{shlex.join(argv)}` does not collect:\n{tail}"
+        assert not re.search(r"\d+ errors?\b", collected.stdout[-500:]), tail

@@ -4,7 +4,8 @@ A `ReplyModel` turns one Converse request into a stream of text deltas; the Bedr
 in the Bedrock wire format. Three backends:
 
 - `SmolLM2Model` (emulator/bedrock/smollm.py, the default): SmolLM2-135M-Instruct on transformers + torch on
-  the CPU, a real model that answers the question asked, streaming its tokens as it decodes them.
+  the CPU, a real model that answers the question asked, streaming its tokens as it decodes them;
+  concurrent requests take turns token by token.
 
 - `PacedScriptModel`: a scripted stand-in for a hosted model. Deterministic reply text, streamed
   token by token after a first-token latency and at a token rate like a hosted model's, so latency
@@ -71,7 +72,11 @@ class ConverseRequest:
 
 class ReplyModel(Protocol):
     def stream(self, request: ConverseRequest) -> AsyncIterator[str]:
-        """Yield the reply as text deltas, as they are produced."""
+        """Yield the reply as text deltas, as they are produced.
+
+        The Bedrock face calls this in its request handler, before it answers: a backend that cannot
+        take the request (a prompt longer than its context) raises an `AwsError` here, and the client
+        gets that error (400 ValidationException) instead of a stream."""
         ...
 
 

@@ -1,7 +1,7 @@
 """`python -m local_stack.ask TARGET [--prompt P] [--out WAV]`: one question to the agent at TARGET (a
 URL, or an AgentCore runtime ARN reached with boto3 `invoke_agent_runtime`, as `agent-infra demo` does
-against AWS), the spoken answer written to WAV, then the time to first audio of both modes (medians of
-three runs each).
+against AWS), the spoken answer written to WAV, then both modes compared (medians of three runs each):
+when the first audio came, when the answer was complete, and how long before it speech began.
 
 `python -m local_stack` runs it in a child process whose environment is `LocalStack.env`, so boto3
 reaches the emulator without the stack's process changing its own environment.

@@ -4,11 +4,12 @@ Every arrow counts: imports at any depth of a file, `if TYPE_CHECKING:` imports 
 still a circle a reader has to untangle) and `importlib.import_module("...")` loads.
 
 Rooms: `tts` (the container) depends on nothing else of ours; `agent` on `tts.sse` and
-`tts.speech_text` alone (its image carries just those files); `emulator` runs `tts` and `agent` as processes and imports neither; `deploy`
-reads `agent.config` and no more of the agent; the development tools sit on top: `local_stack` may use
-the shipped packages, `benchmarks` those and `local_stack` (and the tests' ASR judge). Shipped packages
-import no test or development tool. Inside `tts`, `emulator` and `deploy`, layers point down only
-(`LAYERS`), and rooms on one floor that must stay apart (`APART`) never import each other.
+`tts.speech_text` alone (its image carries just those files); `emulator` runs `tts` and `agent` as
+processes and imports neither; `deploy` reads `agent.config` and no more of the agent; the development
+tools sit on top: `local_stack` may use the shipped packages, `benchmarks` those and `local_stack` (and
+the tests' ASR judge). Shipped packages import no test or development tool. Inside `tts`, `emulator`
+and `deploy`, layers point down only (`LAYERS`), and rooms on one floor that must stay apart (`APART`)
+never import each other.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ LAYERS = {
         "tts.engines.g2p": 1,
         "tts.engines.windows": 1,
         "tts.engines.fidelity": 1,
+        "tts.engines.timings": 1,
         "tts.engines.weights": 1,
         "tts.engines.onnx": 2,
         "tts.engines.torch": 2,

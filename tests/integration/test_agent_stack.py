@@ -93,7 +93,7 @@ def test_compressed_audio_formats_pass_through(stack):
 
 def test_demo_cli_compares_both_modes(stack):
     result = subprocess.run(
-        [sys.executable, "-m", "deploy.agent_cli", "demo", "--endpoint-url", stack.agent_url, "--json"],
+        [sys.executable, "-m", "deploy.commands.agent", "demo", "--endpoint-url", stack.agent_url, "--json"],
         capture_output=True,
         text=True,
         timeout=180,

@@ -15,7 +15,7 @@ import pytest
 
 from agent.demo import compare, runtime_chunks
 from emulator.config import EmulatorConfig
-from local_stack import local_stack
+from local_stack.stack import local_stack
 from tts.sse import SSEParser
 
 pytestmark = pytest.mark.integration
@@ -41,7 +41,15 @@ def test_invoke_agent_runtime_streams_a_spoken_turn(stack):
 
 def test_demo_cli_through_the_runtime_arn_reports_the_ratio(stack):
     result = subprocess.run(
-        [sys.executable, "-m", "deploy.agent_cli", "demo", "--endpoint-url", stack.runtime_arn, "--json"],
+        [
+            sys.executable,
+            "-m",
+            "deploy.commands.agent",
+            "demo",
+            "--endpoint-url",
+            stack.runtime_arn,
+            "--json",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -68,7 +76,9 @@ def test_the_latency_knob_on_every_hop_changes_the_ratio(tmp_path):
     knobs = {"latency_in_ms": 25.0, "latency_out_ms": 25.0, "jitter_in_ms": 5.0, "jitter_out_ms": 5.0}
     ratios = {}
     for name, config in (("loopback", base), ("latency", dataclasses.replace(base, **knobs))):
-        with local_stack(config) as stack:
+        with local_stack(config) as stack, pytest.MonkeyPatch.context() as patch:
+            for name, value in stack.env.items():  # compare's boto3 client reaches this stack
+                patch.setenv(name, value)
             compare(stack.runtime_arn, "Where is my order?", runs=1)
             summary = compare(stack.runtime_arn, "Where is my order, and when will it arrive?", runs=2)
         ratios[name] = summary["ratio"]

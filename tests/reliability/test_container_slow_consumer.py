@@ -39,7 +39,9 @@ async def test_a_stalled_consumer_keeps_memory_bounded(server_process):
     baseline = process.memory_info().rss
     sock = socket.create_connection((server.host, server.port))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    async with tts.connect(server.ws, sock=sock, max_queue=1) as stalled:
+    # No client keepalive: a client that reads nothing cannot see the pong either, and would close the
+    # session itself (1011) once a stall on a busy machine outlasts ping interval + timeout (40 s).
+    async with tts.connect(server.ws, sock=sock, max_queue=1, ping_interval=None) as stalled:
         for n in range(4):
             await stalled.send(json.dumps({"text": TEXT, "request_id": f"s{n}"}))
         samples = []

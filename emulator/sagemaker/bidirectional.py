@@ -31,10 +31,10 @@ from quart import Blueprint, Response, request, stream_with_context
 from quart.wrappers import Body
 
 from emulator.config import EmulatorConfig
-from emulator.controller.resources import NAME_RE
 from emulator.controller.routing import Route, Router, RoutingError
 from emulator.controller.runtimes import Runtime, RuntimeUnavailable
 from emulator.sagemaker.errors import model_error
+from emulator.sagemaker.requests import NAME_RE
 from emulator.wire import auth, eventstream
 from emulator.wire.awserrors import AwsError, render_errors, request_id, rest_json_error
 from emulator.wire.fidelity import Delay

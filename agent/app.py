@@ -1,6 +1,11 @@
 """The AgentCore app: `POST /invocations` with `{"prompt", "mode"?, "voice"?, "format"?}` streams the
 turn's events as Server-Sent Events; `GET /ping` is AgentCore's health check; `GET /` is the web page.
 
+Barge-in: `{"interrupt": {"played_ms": N}}`, alone or with a new turn's fields, on the same runtime
+session, says the listener heard N ms of the session's latest turn: that turn stops (speech and model)
+and the history records what was heard (agent.model.Conversation.interrupt); the answer starts with an
+`interrupted` event, then the new turn's events (or `agent_end` alone).
+
 The entrypoint returns its own `StreamingResponse` (which the SDK passes through) instead of yielding
 dicts for the SDK to stream: the SDK bridges a generator through a worker thread and, when the client
 goes away, abandons it without closing it, so the turn would keep its TTS session open and the
@@ -23,7 +28,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from agent.config import AgentConfig
-from agent.events import Event, EventClock, TurnError, agent_end, error
+from agent.events import Event, EventClock, TurnError, agent_end, error, interrupted
 from agent.model import Conversations, SessionBusy, answering, text_deltas
 from agent.modes import MODES, Turn
 from agent.sagemaker_client import bidirectional_client
@@ -32,6 +37,7 @@ from tts.sse import encode_event
 
 AUDIO_FORMATS = ("pcm", "wav", "mp3", "aac", "opus")
 MAX_PROMPT_CHARS = 4000
+MAX_PLAYED_MS = 86_400_000  # a day of audio: more is a client's mistake (and past a float for huge ints)
 # The web page's icon (a sound wave), at the address browsers ask for; SVG, which they all take.
 FAVICON_SVG = (
     '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'
@@ -92,6 +98,35 @@ def parse_turn(payload: Any, config: AgentConfig) -> Turn:
     )
 
 
+def parse_interrupt(payload: dict[str, Any]) -> float | None:
+    """`interrupt.played_ms` (ms of the latest turn's audio the listener heard), or None without one."""
+    if "interrupt" not in payload:
+        return None
+    value = payload["interrupt"]
+    played_ms = value.get("played_ms") if isinstance(value, dict) else None
+    if (
+        isinstance(played_ms, bool)
+        or not isinstance(played_ms, int | float)
+        or not 0 <= played_ms <= MAX_PLAYED_MS
+    ):
+        raise PayloadError(
+            "invalid_interrupt",
+            f"'interrupt' must be {{\"played_ms\": a number of ms from 0 to {MAX_PLAYED_MS}}}",
+        )
+    return float(played_ms)
+
+
+def parse_request(payload: Any, config: AgentConfig) -> tuple[Turn | None, float | None]:
+    """The turn and the interrupt a payload asks for, all checked before either acts: an interrupt
+    alone has no turn; anything else must be a valid turn."""
+    if not isinstance(payload, dict):
+        raise PayloadError("invalid_payload", "the payload must be a JSON object")
+    played_ms = parse_interrupt(payload)
+    if played_ms is not None and "prompt" not in payload:
+        return None, played_ms
+    return parse_turn(payload, config), played_ms
+
+
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -134,20 +169,29 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
     speech = Speech(config)
 
     async def events(payload: Any, session_id: str | None) -> AsyncIterator[Event]:
+        clock = EventClock()
         try:
-            turn = parse_turn(payload, config)
-            agent = conversations.for_session(session_id)
-            if answering(agent):
+            turn, played_ms = parse_request(payload, config)
+            conversation = conversations.for_session(session_id)
+            if played_ms is not None:
+                yield interrupted(clock, played_ms, await conversation.interrupt(played_ms))
+                if turn is None:
+                    yield agent_end(clock, ok=True)
+                    return
+            if answering(conversation.agent):
                 raise SessionBusy()
         except TurnError as exc:
-            clock = EventClock()
             yield error(clock, exc.code, str(exc))
             yield agent_end(clock, ok=False)
             return
-        async for event in MODES[turn.mode](
-            turn, lambda prompt: text_deltas(agent, prompt), speech.open_session
-        ):
-            yield event
+        spoken = conversation.start_turn()
+        try:
+            async for event in MODES[turn.mode](
+                turn, lambda prompt: text_deltas(conversation.agent, prompt), speech.open_session, spoken
+            ):
+                yield event
+        finally:
+            spoken.ended.set()
 
     async def sse(payload: Any, session_id: str | None) -> AsyncIterator[bytes]:
         async for event in events(payload, session_id):

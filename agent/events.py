@@ -2,8 +2,12 @@
 and the tests consume): every event is built here, and `read_events` is the one reader.
 
 Every event is a JSON object with `type` and `t_ms`, milliseconds since `agent_start` on the agent's
-clock: `agent_start`, `text_delta`, `audio_stream_start`, `audio_chunk`, `audio_stream_end`,
-`agent_end`, `error`. Audio is mono 16-bit PCM at SAMPLE_RATE unless the turn asked for a codec.
+clock: `agent_start`, `text_delta`, `audio_stream_start`, `audio_chunk`, `words`, `audio_stream_end`,
+`interrupted`, `agent_end`, `error`. Audio is mono 16-bit PCM at SAMPLE_RATE unless the turn asked for a
+codec.
+
+`words` times are on the turn's audio timeline: `start_ms`/`end_ms` count from the turn's first audio
+sample, so a player that knows how many ms of the turn's audio it has played knows the word being heard.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from tts.sse import SSEParser
@@ -19,6 +24,15 @@ Event = dict[str, Any]
 
 SAMPLE_RATE = 24_000
 """Kokoro-82M's output rate (the container's `synthesis_start.sample_rate`)."""
+
+
+@dataclass(frozen=True)
+class Word:
+    """One written word of the answer and when it is heard (a `words` event's entry)."""
+
+    text: str
+    start_ms: float
+    end_ms: float
 
 
 class EventClock:
@@ -60,6 +74,20 @@ def agent_end(clock: EventClock, ok: bool, **summary: Any) -> Event:
 
 def audio_chunk(clock: EventClock, seq: int, data: bytes, sentence: int | None) -> Event:
     return clock.event("audio_chunk", seq=seq, data=base64.b64encode(data).decode(), sentence=sentence)
+
+
+def words(clock: EventClock, seq: int, spoken: Iterable[Word]) -> Event:
+    return clock.event(
+        "words",
+        seq=seq,
+        words=[{"text": w.text, "start_ms": w.start_ms, "end_ms": w.end_ms} for w in spoken],
+    )
+
+
+def interrupted(clock: EventClock, played_ms: float, heard: str | None) -> Event:
+    """The answer to an interrupt: what the interrupted turn's history now says the listener heard
+    (None: there was no turn to interrupt, or the listener had heard all of it)."""
+    return clock.event("interrupted", played_ms=played_ms, heard=heard)
 
 
 def error(clock: EventClock, code: str, message: str) -> Event:

@@ -2,20 +2,27 @@
 
 `BedrockModel` talks to Bedrock Runtime through boto3, which takes its endpoint from
 `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` when set: that is how the same code reaches the emulator locally.
+
+The conversation history is the Strands agent's `messages`, one agent per AgentCore session
+(`Conversations`); every model request carries it. Barge-in rewrites its last assistant turn to what the
+listener heard (`Conversation.interrupt`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from strands import Agent
 from strands.models.bedrock import BedrockModel
 from strands.types.exceptions import ConcurrencyException
 
+from agent.barge_in import SpokenTurn
 from agent.config import AgentConfig
 from agent.events import TurnError
 
@@ -47,8 +54,38 @@ _ANSWERS: dict[Agent, _Answer] = {}
 _END = object()
 
 
+LATCH_POLL_S = 0.02
+
+
+class StoppableBedrockModel(BedrockModel):
+    """`BedrockModel` whose stopped stream really ends. Strands (1.62) hands the worker thread that reads
+    Bedrock's stream the agent's cancel signal and detaches the thread; the agent clears that signal as
+    soon as the invocation returns "cancelled", so the thread, which looks at it only at the next chunk,
+    sees it clear and reads the rest of the reply for nobody (measured through the emulated Bedrock's
+    request record: all 48 tokens of the paced script, 5.6 s after the stop). Here the worker gets a
+    signal of its own, set when the agent's is and whenever this stream ends, and never cleared."""
+
+    async def stream(self, *args: Any, cancel_signal: threading.Event | None = None, **kwargs: Any) -> Any:
+        latched = threading.Event()
+
+        async def latch() -> None:
+            # A threading.Event has no async wait (Strands polls its own the same way, every 50 ms).
+            while cancel_signal is not None and not cancel_signal.is_set():  # noqa: ASYNC110
+                await asyncio.sleep(LATCH_POLL_S)
+            latched.set()
+
+        watcher = asyncio.ensure_future(latch()) if cancel_signal is not None else None
+        try:
+            async for event in super().stream(*args, cancel_signal=latched, **kwargs):
+                yield event
+        finally:
+            latched.set()  # complete, failed or abandoned: nobody reads what the thread would read next
+            if watcher is not None:
+                watcher.cancel()
+
+
 def build_model(config: AgentConfig) -> BedrockModel:
-    return BedrockModel(model_id=config.bedrock_model_id, region_name=config.region, streaming=True)
+    return StoppableBedrockModel(model_id=config.bedrock_model_id, region_name=config.region, streaming=True)
 
 
 def build_agent(config: AgentConfig, model: BedrockModel) -> Agent:
@@ -65,11 +102,11 @@ async def text_deltas(agent: Agent, prompt: str) -> AsyncIterator[str]:
     """The speakable text of the answer as it streams: text deltas, without reasoning or citations.
 
     The agent runs in a task of its own and hands its deltas over through a queue. A consumer that
-    stops early (its client went away, the turn failed) sets Strands' `cancel_signal`, and Strands
-    closes the Bedrock stream at the model's next chunk. Tearing the agent's generator down instead
-    would not stop the model: Strands reads the stream in a worker thread that looks only at that
-    signal, and it would read the rest of the answer for nobody (about 9 s of the local model's time,
-    which every other session waits behind).
+    stops early (its client went away, the turn failed, barge-in) sets Strands' `cancel_signal`, and
+    the Bedrock stream closes at the model's next chunk (with `StoppableBedrockModel`). Tearing the
+    agent's generator down instead would not stop the model: Strands reads the stream in a worker
+    thread that looks only at that signal, and it would read the rest of the answer for nobody (about
+    9 s of the local model's time, which every other session waits behind).
 
     One answer at a time per agent: an abandoned one is waited for (up to RELEASE_WAIT_S), a live one
     makes this raise `SessionBusy`.
@@ -113,8 +150,72 @@ async def _answer(agent: Agent, prompt: str, stop: threading.Event, put: Callabl
         put(_END)
 
 
+def _after_answer(agent: Agent, action: Callable[[], None]) -> None:
+    """Run `action` once `agent` has no answer running: at once, or when the answer (stopped here)
+    ends and Strands has added its last message to the history."""
+    answer = _ANSWERS.get(agent)
+    if answer is None or answer.task.done():
+        action()
+        return
+    answer.stop.set()
+    answer.task.add_done_callback(lambda _: action())
+
+
+def _record_assistant_turn(agent: Agent, text: str, last_before_turn: Any) -> None:
+    """Make `text` the history's last assistant turn: it replaces the answer Strands recorded (the
+    whole answer, or "Cancelled by user" for a stopped one), or follows the user's message when Strands
+    recorded none (the conversation must alternate user/assistant). A turn stopped before it reached the
+    model added nothing (the history still ends with `last_before_turn`, compared by identity: Strands'
+    sliding window drops messages from the front, so an index would move) and is left out."""
+    messages = agent.messages
+    if not messages or messages[-1] is last_before_turn:
+        return
+    message = {"role": "assistant", "content": [{"text": text}]}
+    if messages[-1]["role"] == "assistant":
+        messages[-1] = message
+    else:
+        messages.append(message)
+
+
+@dataclass
+class Conversation:
+    """One AgentCore session: its Strands agent (whose `messages` are the history) and its latest
+    turn's words."""
+
+    agent: Agent
+    spoken: SpokenTurn | None = None
+    _last_before_turn: Any = None
+
+    def start_turn(self) -> SpokenTurn:
+        self._last_before_turn = self.agent.messages[-1] if self.agent.messages else None
+        self.spoken = SpokenTurn()
+        return self.spoken
+
+    async def interrupt(self, played_ms: float) -> str | None:
+        """Barge-in: the listener heard `played_ms` of the latest turn's audio. Stops that turn (its
+        speech and its model stream) if it is running, waits for it to let go (up to RELEASE_WAIT_S
+        each), and records it in the history as what was heard (`SpokenTurn.heard_record`). Returns
+        that record; None when there was no turn, it was already interrupted, or it was heard whole."""
+        spoken = self.spoken
+        if spoken is None or spoken.recorded:
+            return None
+        spoken.recorded = True
+        spoken.interrupt_requested.set()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(RELEASE_WAIT_S):
+                await spoken.ended.wait()
+        record = spoken.heard_record(played_ms)
+        if record is not None:
+            before = self._last_before_turn
+            _after_answer(self.agent, lambda: _record_assistant_turn(self.agent, record, before))
+        answer = _ANSWERS.get(self.agent)
+        if answer is not None:
+            await asyncio.wait({answer.task}, timeout=RELEASE_WAIT_S)
+        return record
+
+
 class Conversations:
-    """One Strands agent (and so one conversation history) per AgentCore session, least recently used
+    """One conversation (a Strands agent, so one history) per AgentCore session, least recently used
     evicted first, so a long-running runtime does not grow without bound. All of them share one
     `BedrockModel` (one boto3 client), so a turn does not pay for building a client."""
 
@@ -122,13 +223,15 @@ class Conversations:
         self._config = config
         self._model = build_model(config)
         self._limit = limit
-        self._agents: OrderedDict[str, Agent] = OrderedDict()
+        self._conversations: OrderedDict[str, Conversation] = OrderedDict()
 
-    def for_session(self, session_id: str | None) -> Agent:
+    def for_session(self, session_id: str | None) -> Conversation:
         if session_id is None:
-            return build_agent(self._config, self._model)
-        agent = self._agents.pop(session_id, None) or build_agent(self._config, self._model)
-        self._agents[session_id] = agent
-        while len(self._agents) > self._limit:
-            self._agents.popitem(last=False)
-        return agent
+            return Conversation(build_agent(self._config, self._model))
+        conversation = self._conversations.pop(session_id, None) or Conversation(
+            build_agent(self._config, self._model)
+        )
+        self._conversations[session_id] = conversation
+        while len(self._conversations) > self._limit:
+            self._conversations.popitem(last=False)
+        return conversation

@@ -12,6 +12,11 @@ chunk of the answer becomes a `nothing_to_speak` error.
 
 Both open the TTS session at the start of the turn (overlapping the model's first-token latency), so
 the comparison measures only when text is sent, not connection setup.
+
+Both relay the container's word timings as `words` events on the turn's audio timeline
+(agent.barge_in.AudioTimeline) and keep them in the turn's `SpokenTurn`; both stop when it is
+interrupted (barge-in): the turn ends with `agent_end` (`interrupted: true`), and releasing its TTS
+session cancels what the container still has queued.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
+from agent.barge_in import AudioTimeline, Interrupted, SpokenTurn, parse_words
 from agent.chunker import IncrementalSentenceChunker
 from agent.events import (
     Event,
@@ -33,6 +39,7 @@ from agent.events import (
     audio_stream_start,
     error,
     text_delta,
+    words,
 )
 from agent.tts_session import Audio, TTSSession, TTSStreamError
 from tts.speech_text import MarkdownBlocks, speech_text
@@ -70,6 +77,7 @@ class _Tally:
     ttft_ms: float | None = None
     ttfa_ms: float | None = None
     audio_s: float = 0.0
+    interrupted: bool = False
 
     def end_event(self, clock: EventClock, ok: bool) -> Event:
         return agent_end(
@@ -80,6 +88,7 @@ class _Tally:
             ttft_ms=self.ttft_ms,
             ttfa_ms=self.ttfa_ms,
             audio_s=round(self.audio_s, 3),
+            interrupted=self.interrupted,
         )
 
 
@@ -88,23 +97,35 @@ def _start_event(clock: EventClock, turn: Turn) -> Event:
 
 
 async def _audio_events(
-    session: TTSSession, clock: EventClock, turn: Turn, tally: _Tally
+    session: TTSSession, clock: EventClock, turn: Turn, tally: _Tally, spoken: SpokenTurn
 ) -> AsyncIterator[Event]:
     """Relay everything the endpoint sends until it closes the session."""
-    seq = 0
+    seq = words_seq = 0
     sentence: int | None = None
+    timeline = AudioTimeline(pcm=turn.audio_format == "pcm")
     async for chunk in session.chunks():
         if isinstance(chunk, Audio):
             if seq == 0:
                 tally.ttfa_ms = clock.ms()
                 yield audio_stream_start(clock, turn.audio_format, turn.voice)
+            timeline.audio(chunk.data)
             yield audio_chunk(clock, seq, chunk.data, sentence)
             seq += 1
         elif chunk.type == "synthesis_start":
             rid = str(chunk.message.get("request_id", ""))
+            timeline.request_started(rid)
             sentence = int(rid[1:]) if rid[1:].isdigit() else None
+        elif chunk.type == "words":
+            heard = timeline.on_turn(
+                str(chunk.message.get("request_id", "")), parse_words(chunk.message.get("words"))
+            )
+            spoken.words += heard
+            yield words(clock, words_seq, heard)
+            words_seq += 1
         elif chunk.type == "synthesis_complete":
-            tally.audio_s += float(chunk.message.get("duration_s", 0.0))
+            duration_s = float(chunk.message.get("duration_s", 0.0))
+            timeline.request_complete(duration_s)
+            tally.audio_s += duration_s
         elif chunk.type == "error":
             yield error(
                 clock, str(chunk.message.get("code", "tts_error")), str(chunk.message.get("message", ""))
@@ -113,9 +134,16 @@ async def _audio_events(
         yield audio_stream_end(clock, seq, tally.audio_s)
 
 
-async def _merged(*producers: Callable[[Emit], Awaitable[None]]) -> AsyncIterator[Event]:
-    """Run producers concurrently; yield what they emit in arrival order; re-raise the first failure."""
+async def _merged(
+    interrupt: asyncio.Event, *producers: Callable[[Emit], Awaitable[None]]
+) -> AsyncIterator[Event]:
+    """Run producers concurrently; yield what they emit in arrival order; re-raise the first failure;
+    raise `Interrupted` as soon as `interrupt` is set."""
     queue: asyncio.Queue[Event | object] = asyncio.Queue()
+
+    async def watch() -> None:
+        await interrupt.wait()
+        queue.put_nowait(_Failed(Interrupted()))
 
     async def run(producer: Callable[[Emit], Awaitable[None]]) -> None:
         try:
@@ -126,10 +154,13 @@ async def _merged(*producers: Callable[[Emit], Awaitable[None]]) -> AsyncIterato
             queue.put_nowait(_DONE)
 
     tasks = [asyncio.create_task(run(p)) for p in producers]
+    watcher = asyncio.create_task(watch())
     try:
         remaining = len(tasks)
         while remaining:
             item = await queue.get()
+            if interrupt.is_set():  # ahead of what is queued: not one more audio chunk once interrupted
+                raise Interrupted()
             if item is _DONE:
                 remaining -= 1
             elif isinstance(item, _Failed):
@@ -137,18 +168,24 @@ async def _merged(*producers: Callable[[Emit], Awaitable[None]]) -> AsyncIterato
             else:
                 yield item  # type: ignore[misc]
     finally:
-        for task in tasks:
+        for task in [*tasks, watcher]:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, watcher, return_exceptions=True)
 
 
-async def _guarded(events: AsyncIterator[Event], clock: EventClock, tally: _Tally) -> AsyncIterator[Event]:
-    """Turn a failure into a typed `error` event; always finish with `agent_end`."""
+async def _guarded(
+    events: AsyncIterator[Event], clock: EventClock, tally: _Tally, spoken: SpokenTurn
+) -> AsyncIterator[Event]:
+    """Turn a failure into a typed `error` event; always finish with `agent_end`. A turn that ran to
+    its end is `spoken.complete`."""
     ok = True
     try:
         async for event in events:
             ok = ok and event["type"] != "error"
             yield event
+        spoken.complete = True
+    except Interrupted:
+        tally.interrupted = True
     except TTSStreamError as exc:
         ok = False
         yield error(clock, "tts_stream_error", str(exc))
@@ -161,8 +198,10 @@ async def _guarded(events: AsyncIterator[Event], clock: EventClock, tally: _Tall
     yield tally.end_event(clock, ok)
 
 
-async def run_bidi(turn: Turn, model: TextSource, open_session: SessionOpener) -> AsyncIterator[Event]:
-    clock, tally = EventClock(), _Tally()
+async def run_bidi(
+    turn: Turn, model: TextSource, open_session: SessionOpener, spoken: SpokenTurn | None = None
+) -> AsyncIterator[Event]:
+    clock, tally, spoken = EventClock(), _Tally(), spoken or SpokenTurn()
     yield _start_event(clock, turn)
     session_task = asyncio.ensure_future(open_session())
 
@@ -189,38 +228,42 @@ async def run_bidi(turn: Turn, model: TextSource, open_session: SessionOpener) -
         await session.finish()
 
     async def relay_audio(emit: Emit) -> None:
-        async for event in _audio_events(await session_task, clock, turn, tally):
+        async for event in _audio_events(await session_task, clock, turn, tally, spoken):
             emit(event)
 
     try:
-        async for event in _guarded(_merged(speak_text, relay_audio), clock, tally):
+        merged = _merged(spoken.interrupt_requested, speak_text, relay_audio)
+        async for event in _guarded(merged, clock, tally, spoken):
             yield event
     finally:
         await _release(session_task)
 
 
-async def run_batch(turn: Turn, model: TextSource, open_session: SessionOpener) -> AsyncIterator[Event]:
-    clock, tally = EventClock(), _Tally()
+async def run_batch(
+    turn: Turn, model: TextSource, open_session: SessionOpener, spoken: SpokenTurn | None = None
+) -> AsyncIterator[Event]:
+    clock, tally, spoken = EventClock(), _Tally(), spoken or SpokenTurn()
     yield _start_event(clock, turn)
     session_task = asyncio.ensure_future(open_session())
 
-    async def answer_then_speak() -> AsyncIterator[Event]:
+    async def answer_then_speak(emit: Emit) -> None:
         delta_seq = 0
         async for delta in model(turn.prompt):
             tally.ttft_ms = tally.ttft_ms if tally.ttft_ms is not None else clock.ms()
             tally.text += delta
-            yield text_delta(clock, delta_seq, delta)
+            emit(text_delta(clock, delta_seq, delta))
             delta_seq += 1
         session = await session_task
         if speech_text(tally.text):
             await session.synthesize(tally.text.strip(), "s0", turn.voice, turn.audio_format)
             tally.sentences = 1
         await session.finish()
-        async for event in _audio_events(session, clock, turn, tally):
-            yield event
+        async for event in _audio_events(session, clock, turn, tally, spoken):
+            emit(event)
 
     try:
-        async for event in _guarded(answer_then_speak(), clock, tally):
+        merged = _merged(spoken.interrupt_requested, answer_then_speak)
+        async for event in _guarded(merged, clock, tally, spoken):
             yield event
     finally:
         await _release(session_task)

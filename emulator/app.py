@@ -48,6 +48,8 @@ class Services:
     router: Router
     http: httpx.AsyncClient
     info: Callable[[], dict[str, Any]]
+    preload_llm: bool = True
+    """Load the local model behind Bedrock at start (the manifest runs an agent that will call it)."""
 
 
 def create_app(services: Services) -> Quart:
@@ -58,7 +60,7 @@ def create_app(services: Services) -> Quart:
     app.register_blueprint(control_plane_blueprint(services.control_plane))
     app.register_blueprint(classic_blueprint(services.config, services.router, services.http))
     app.register_blueprint(bidi_blueprint(services.config, services.router, services.runtime))
-    app.register_blueprint(bedrock_blueprint(services.config))
+    app.register_blueprint(bedrock_blueprint(services.config, preload=services.preload_llm))
     runtimes = services.agent_runtimes
     app.register_blueprint(agentcore_control_blueprint(services.config, runtimes))
     app.register_blueprint(agentcore_runtime_blueprint(services.config, runtimes, services.http))

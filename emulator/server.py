@@ -215,6 +215,7 @@ async def run_emulator(
         router=Router(store, config.account_id),
         http=client,
         info=lambda: emulator.info() if emulator is not None else {},
+        preload_llm=bool(manifest.agent_runtimes),
     )
     emulator = Emulator(services, tls, http_url, h2_url)
 

@@ -15,7 +15,8 @@ messages where known; a backend failure is HTTP 424
 `ModelErrorException` for Converse and a `modelStreamErrorException` event once a stream has started; an
 unexpected fault is `InternalServerException` (500, or its stream event). `inferenceConfig.maxTokens`
 cuts the reply (stopReason `max_tokens`); `toolConfig` is accepted and answered in text (the backends
-never call tools).
+never call tools). Every request is recorded for tests to read (`GET /_emulator/bedrock/requests`,
+emulator.bedrock.request_log).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from emulator.bedrock.models import (
     ReplyModel,
     tokenize,
 )
+from emulator.bedrock.request_log import RequestLog
 from emulator.bedrock.smollm import SmolLM2Model
 from emulator.wire import eventstream
 from emulator.wire.awserrors import AwsError, render_errors, request_id, rest_json_error
@@ -183,16 +185,19 @@ def _event(name: str, payload: Mapping[str, Any]) -> bytes:
     return eventstream.event(name, json.dumps(payload).encode())
 
 
-def bedrock_blueprint(config: Any, model: ReplyModel | None = None) -> Blueprint:
+def bedrock_blueprint(config: Any, model: ReplyModel | None = None, *, preload: bool = True) -> Blueprint:
     """Routes for Bedrock Runtime; `config` needs the `llm_*` fields of `EmulatorConfig`.
 
-    `model` overrides the backend the config names (any `ReplyModel`).
+    `model` overrides the backend the config names (any `ReplyModel`). `preload`: a local model starts
+    loading when the server starts (about 1 GB and tens of seconds), rather than on the first request;
+    off where nothing is expected to call Bedrock (a manifest with no agent runtime).
     """
     model = model or reply_model_from_config(config)
     blueprint = Blueprint("bedrock", __name__)
     render_errors(blueprint, _error_response)
+    requests = RequestLog()
 
-    if isinstance(model, SmolLM2Model):
+    if preload and isinstance(model, SmolLM2Model):
 
         @blueprint.before_app_serving
         async def start_loading_the_model() -> None:
@@ -202,7 +207,10 @@ def bedrock_blueprint(config: Any, model: ReplyModel | None = None) -> Blueprint
     async def converse_stream(model_id: str) -> Response:
         parsed = parse_converse_request(model_id, await request.get_data())
         generation = _Generation(model, parsed)
-        response = Response(_stream_events(generation, parsed), content_type=EVENTSTREAM_CONTENT_TYPE)
+        events = requests.follow(
+            requests.start(parsed), _stream_events(generation, parsed), lambda: generation.output_tokens
+        )
+        response = Response(events, content_type=EVENTSTREAM_CONTENT_TYPE)
         response.headers["x-amzn-requestid"] = request_id()
         response.timeout = None  # a slow model may stream for longer than RESPONSE_TIMEOUT
         return response
@@ -213,6 +221,7 @@ def bedrock_blueprint(config: Any, model: ReplyModel | None = None) -> Blueprint
         loop = asyncio.get_running_loop()
         started = loop.time()
         generation = _Generation(model, parsed)
+        entry = requests.start(parsed)
         try:
             text = "".join([delta async for delta in generation.deltas()])
         except ModelBackendError as exc:
@@ -225,6 +234,8 @@ def bedrock_blueprint(config: Any, model: ReplyModel | None = None) -> Blueprint
         except Exception as exc:
             logger.exception("the reply backend failed")
             raise AwsError("InternalServerException", f"the reply backend failed: {exc!r}", 500) from exc
+        finally:
+            requests.end(entry, generation.output_tokens)
         body = {
             "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
             "stopReason": generation.stop_reason,
@@ -234,6 +245,11 @@ def bedrock_blueprint(config: Any, model: ReplyModel | None = None) -> Blueprint
         return Response(
             json.dumps(body), content_type="application/json", headers={"x-amzn-requestid": request_id()}
         )
+
+    @blueprint.get("/_emulator/bedrock/requests")
+    async def recorded_requests() -> Response:
+        """The model requests this face answered (emulator.bedrock.request_log): not an AWS API."""
+        return Response(json.dumps(requests.entries()), content_type="application/json")
 
     return blueprint
 

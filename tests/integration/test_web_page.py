@@ -2,6 +2,8 @@
 on the page's audio clock, see the timeline of text and audio arriving with the moment the answer was
 complete; Stop stays live while speech is left to play, a new question silences the old answer, Replay
 plays it again, Compare draws both modes, and an empty question gets a plain message and no chart.
+Captions mark the word being heard in time with the audio; Stop, or a new question over a speaking
+answer, interrupts it, and the next model request (the emulated Bedrock's record) carries the words heard.
 Most tests use the paced script model (a fixed answer); one runs the emulated Bedrock's default model
 (SmolLM2 on the CPU) and checks the page answers the question it is asked.
 
@@ -16,6 +18,7 @@ import json
 import shutil
 import time
 
+import httpx
 import pytest
 
 from emulator.bedrock.smollm import prepare_model
@@ -338,3 +341,87 @@ def test_compare_runs_both_modes_and_draws_two_timelines(web):
         assert_lead_matches(row)
         assert float(row["firstAudioLabel"].split()[2]) == pytest.approx(row["ttfa"] / 1000, abs=0.006)
     assert batch["lead"].endswith("after the answer was complete")
+
+
+def caption(page) -> dict:
+    """In one go on the page: the player's clock on the captioned answer's audio, the word marked, the
+    word whose time holds that clock, and the answer's words so far."""
+    return page.evaluate(
+        """() => { const words = captioned.run.words, played = player.playedMs() - captioned.offsetMs;
+            const marked = document.querySelectorAll('#answer .word.now');
+            return { played, index: Number(document.body.dataset.word), words: words.length,
+                     marked: [...marked].map((s) => ({ index: Number(s.dataset.index),
+                                                        text: s.textContent })),
+                     at: wordAt(words, played), text: words.map((w) => w.text) }; }"""
+    )
+
+
+def heard_when(page, action: str) -> str:
+    """Run `action` on the page and return what the agent should record of the answer it interrupts:
+    the words that started before the played ms the page sends, as written, then the mark."""
+    return page.evaluate(
+        """(action) => { const run = captioned.run, played = Math.round(player.playedMs() - run.offsetMs);
+            document.querySelector(action).click();
+            const heard = run.words.filter((w) => w.start_ms < played).map((w) => w.text);
+            return [...heard, '[interrupted]'].join(' '); }""",
+        action,
+    )
+
+
+def model_requests(stack) -> list[dict]:
+    url = stack.env["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"]
+    return httpx.get(f"{url}/_emulator/bedrock/requests", timeout=10, trust_env=False).json()
+
+
+@pytest.mark.timeout(300)
+def test_captions_follow_the_voice_and_an_interrupt_is_what_the_model_hears_next(web, stack):
+    """The word marked moves on with playback and is always the word whose time holds the player's
+    clock; Stop mid-answer, then asking again, and asking over a speaking answer, each leave the
+    interrupted answer in the next model request as the words heard (the emulated Bedrock's record)."""
+    page, errors = web
+    first, second, third = "Where is my order?", "Sorry, what was that?", "Never mind, thanks."
+    page.fill("#prompt", first)
+    page.click("#go")
+    page.wait_for_selector("body[data-state=speaking]", timeout=120_000)
+    samples = []
+    while len(samples) < 40:  # 4 s: the first two chunks of the answer, seven words
+        samples.append(caption(page))
+        time.sleep(0.1)
+    marked = [s for s in samples if s["index"] >= 0]
+    indices = [s["index"] for s in marked]
+    assert indices == sorted(indices) and len(set(indices)) >= 4, "the mark moves on with the voice"
+    for sample in marked:
+        assert sample["marked"] == [{"index": sample["index"], "text": sample["text"][sample["index"]]}]
+        assert abs(sample["at"] - sample["index"]) <= 1, (
+            "the mark is the word being heard (one frame late at most)"
+        )
+    assert " ".join(samples[-1]["text"]).startswith("Thanks for waiting, I found your order.")
+
+    page.wait_for_function("player.playedMs() - captioned.offsetMs > 1500")
+    heard = heard_when(page, "#stop")
+    page.wait_for_function("document.body.dataset.heard !== undefined", timeout=30_000)
+    assert page.get_attribute("body", "data-heard") == heard
+    assert heard in page.inner_text("#heard") and state(page) == "stopped"
+    assert 3 <= len(heard.split()) < len(samples[-1]["text"]), "interrupted mid-answer"
+
+    page.fill("#prompt", second)
+    page.click("#go")
+    page.wait_for_selector("body[data-state=speaking]", timeout=120_000)
+    assert model_requests(stack)[-1]["messages"][-3:] == [
+        {"role": "user", "content": [{"text": first}]},
+        {"role": "assistant", "content": [{"text": heard}]},
+        {"role": "user", "content": [{"text": second}]},
+    ]
+
+    page.wait_for_function("player.playedMs() - captioned.offsetMs > 800")
+    page.fill("#prompt", third)
+    heard_again = heard_when(page, "#go")  # asking over the answer interrupts it
+    page.wait_for_selector("body[data-state=speaking]", timeout=120_000)
+    assert page.get_attribute("body", "data-heard") == heard_again
+    assert model_requests(stack)[-1]["messages"][-3:] == [
+        {"role": "user", "content": [{"text": second}]},
+        {"role": "assistant", "content": [{"text": heard_again}]},
+        {"role": "user", "content": [{"text": third}]},
+    ]
+    page.click("#stop")
+    assert not errors, errors

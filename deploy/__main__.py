@@ -37,10 +37,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = flags.config_from(args)
         parts = all_parts(config)
         if args.command == "synth":
+            # Read before synthesis, so that an image and AMI that cannot run together fail at once.
+            summary = [line for part in parts for line in part.summary()]
             assembly = toolkit(config).synth(parts)
             print(
                 f"synthesized {', '.join(stack for part in parts for stack in part.stacks)} into {assembly}"
             )
+            print("\n".join(summary))
             return 0
         return act(args.command, config, parts, getattr(args, "no_wait", False))
 

@@ -16,16 +16,33 @@ from pathlib import Path
 from agent.config import AgentConfig
 from deploy.bedrock import validate_model_id
 from deploy.errors import ConfigError
+from deploy.gpu import ami_named, is_gpu_instance
 from deploy.images import parse_ecr_uri
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-# The speech models this package can deploy: key -> the GPU image's Dockerfile (repository-root context).
-SPEECH_MODELS = {"kokoro-82m": "tts/Dockerfile.gpu"}
+
+@dataclass(frozen=True)
+class SpeechImage:
+    """A speech model's GPU image: its Dockerfile (repository-root context) and the locked requirements
+    (uv.lock exported with hashes) that the Dockerfile installs, which say its torch and CUDA build."""
+
+    dockerfile: str
+    requirements: str
+
+
+# The speech models this package can deploy.
+SPEECH_MODELS = {"kokoro-82m": SpeechImage("tts/Dockerfile.gpu", "tts/requirements/gpu.txt")}
 AGENT_DOCKERFILE = "agent/Dockerfile"
 # Where the endpoint's weights come from (deploy/model_dir.py); a directory is given as `model_dir`.
 MODEL_SOURCES = ("auto", "hub", "offline")
 DEFAULT_BEDROCK_MODEL_ID = AgentConfig.bedrock_model_id
+# Open sessions one replica keeps gap-free: the autoscaling target (deploy/stacks/endpoint.py). From the
+# measured throughput of the CPU replica, 4.4 s of audio per wall-clock second on a quiet 2-core machine
+# (issue 27), times the 0.7 the scheduler keeps gap-free (tts/scheduler.py CAPACITY_SHARE): 3, which
+# `python -m benchmarks playback` is to confirm (BENCHMARKS.md, "Playback"). The GPU replica is not
+# measured yet; until `playback` runs there, it scales on the CPU's figure, early rather than with gaps.
+GAP_FREE_SESSIONS_PER_INSTANCE = 3.0
 
 _ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 _RUNTIME_NAME = re.compile(r"[a-zA-Z][a-zA-Z0-9_]{0,47}")
@@ -54,9 +71,10 @@ class DeployConfig:
     model: str = "kokoro-82m"
     region: str | None = None
     instance_type: str = "ml.g5.xlarge"
+    inference_ami: str | None = None
     instance_count: int = 1
     max_instance_count: int = 1
-    target_concurrency: float = 8.0
+    target_concurrency: float = GAP_FREE_SESSIONS_PER_INSTANCE
     tts_image_uri: str | None = None
     model_dir: Path | None = None
     model_source: str = "auto"
@@ -82,6 +100,12 @@ class DeployConfig:
             )
         if not _INSTANCE_TYPE.fullmatch(self.instance_type):
             raise ConfigError(f"instance type must look like ml.g5.xlarge, got {self.instance_type!r}")
+        if self.inference_ami is not None:
+            ami_named(self.inference_ami)
+            if not is_gpu_instance(self.instance_type):
+                raise ConfigError(
+                    f"--inference-ami {self.inference_ami} is a GPU AMI; {self.instance_type} has no GPU"
+                )
         if self.instance_count < 1:
             raise ConfigError(f"instance count must be at least 1, got {self.instance_count}")
         if self.max_instance_count < self.instance_count:
@@ -114,7 +138,11 @@ class DeployConfig:
 
     @property
     def tts_dockerfile(self) -> str:
-        return SPEECH_MODELS[self.model]
+        return SPEECH_MODELS[self.model].dockerfile
+
+    @property
+    def tts_requirements(self) -> Path:
+        return self.source_dir / SPEECH_MODELS[self.model].requirements
 
     @property
     def autoscaling(self) -> bool:
@@ -131,6 +159,7 @@ class DeployConfig:
             "model": env.get("DEPLOY_MODEL") or cls.model,
             "region": env.get("DEPLOY_REGION") or None,
             "instance_type": env.get("DEPLOY_INSTANCE_TYPE") or cls.instance_type,
+            "inference_ami": env.get("DEPLOY_INFERENCE_AMI") or None,
             "instance_count": int(_env_number("DEPLOY_INSTANCE_COUNT", cls.instance_count)),
             "target_concurrency": _env_number("DEPLOY_TARGET_CONCURRENCY", cls.target_concurrency, float),
             "tts_image_uri": env.get("DEPLOY_TTS_IMAGE_URI") or None,

@@ -29,10 +29,13 @@ def deploy_parts(
     wait: bool = True,
     echo: Echo = print,
 ) -> list[Status]:
+    summary = [line for part in parts for line in part.summary()]  # refuses an image its AMI cannot run
     identity = check_prerequisites(config, aws, parts)
     echo(f"deploying to account {identity.account} in {identity.region} as {identity.arn}")
     assembly = cdk.synth(parts)
     echo(f"synthesized {assembly}")
+    for line in summary:
+        echo(line)
     statuses = []
     for part in parts:
         echo(f"{part.kind}: cdk deploy {' '.join(part.stacks)}")

@@ -65,6 +65,10 @@ class Part(ABC):
     @abstractmethod
     def status(self, aws: Aws) -> Status: ...
 
+    def summary(self) -> list[str]:
+        """Lines synth and deploy print about what the stacks will run (images, AMI)."""
+        return []
+
     @abstractmethod
     def retained(self, identity: Identity, outputs: dict[str, dict[str, str]]) -> list[str]:
         """Lines for the notice of what destroy keeps, from the outputs of its deleted stacks."""

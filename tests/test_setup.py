@@ -19,7 +19,7 @@ import pytest
 from tests.support.paths import REPO
 
 README_TOX_ENVS = {"unit", "integration", "reliability", "lint", "gpu", "cdk"}
-PYTEST_TOX_ENVS = ("unit", "integration", "reliability", "cdk", "gpu")
+PYTEST_TOX_ENVS = ("unit", "integration", "reliability", "cdk", "gpu", "gpu-image")
 
 
 def run(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:

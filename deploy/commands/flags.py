@@ -6,11 +6,13 @@ import argparse
 from pathlib import Path
 
 from deploy.config import MODEL_SOURCES, DeployConfig
+from deploy.gpu import AMI_VERSIONS
 
 # Flags whose `dest` is a DeployConfig field; absent flags (None) leave the environment's value.
 CONFIG_FIELDS = (
     "region",
     "instance_type",
+    "inference_ami",
     "instance_count",
     "max_instance_count",
     "target_concurrency",
@@ -47,6 +49,11 @@ def add_source(parser: argparse.ArgumentParser) -> None:
 
 def add_speech(parser: argparse.ArgumentParser, image_flag: str = "--image-uri") -> None:
     parser.add_argument("--instance-type", help="default ml.g5.xlarge")
+    parser.add_argument(
+        "--inference-ami",
+        choices=AMI_VERSIONS,
+        help="the endpoint's GPU AMI (default: the newest whose NVIDIA driver runs the image's CUDA build)",
+    )
     parser.add_argument("--instance-count", type=int, help="instances behind the endpoint (default 1)")
     parser.add_argument(
         "--max-instance-count", type=int, help="above the instance count: autoscale on concurrent requests"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from deploy.aws import Aws
 from deploy.errors import Problem
+from deploy.gpu import Ami, TorchBuild, choose_ami, is_gpu_instance, torch_build
 from deploy.images import parse_ecr_uri
 from deploy.model_dir import ModelSource
 from deploy.naming import model_prefix, speech_stack
@@ -45,8 +46,28 @@ class SpeechPart(Part):
             model_role_arn=base.model_role.role_arn,
             model_data_uri=cache.model_data_uri,
             default_voice=config.tts_voice or model.default_voice,
+            ami=self.inference_ami(),
         )
         return [cache, base, endpoint]
+
+    def image_torch(self) -> TorchBuild | None:
+        """The torch and CUDA build the GPU image installs; None for an image given by URI."""
+        if self.config.tts_image_uri or not is_gpu_instance(self.config.instance_type):
+            return None
+        return torch_build(self.config.tts_requirements)
+
+    def inference_ami(self) -> Ami | None:
+        """The endpoint's GPU AMI (deploy/gpu.py); None on an instance without a GPU."""
+        if not is_gpu_instance(self.config.instance_type):
+            return None
+        return choose_ami(self.image_torch(), self.config.inference_ami)
+
+    def summary(self) -> list[str]:
+        torch, ami = self.image_torch(), self.inference_ami()
+        if ami is None:
+            return [f"speech: {self.config.instance_type} has no GPU, so no inference AMI is set"]
+        image = torch.describe() if torch else f"{self.config.tts_image_uri} (CUDA build not known here)"
+        return [f"speech: tts image {image}", f"speech: inference AMI {ami.describe()}"]
 
     def builds_image(self) -> bool:
         return not self.config.tts_image_uri

@@ -1,6 +1,7 @@
-"""Endpoint stack: the GPU tts image, the SageMaker model reading the cache prefix, an endpoint config
-on `ml.g5.xlarge`, the endpoint, and (when a maximum above the instance count is set) target tracking
-on concurrent requests per instance, which counts open bidirectional sessions."""
+"""Endpoint stack: the GPU tts image (its labels name its torch and CUDA build), the SageMaker model
+reading the cache prefix, an endpoint config on `ml.g5.xlarge` with the inference AMI whose driver runs
+that CUDA build (deploy/gpu.py), the endpoint, and (when a maximum above the instance count is set)
+target tracking on concurrent requests per instance, which counts open bidirectional sessions."""
 
 from __future__ import annotations
 
@@ -11,18 +12,18 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from deploy.config import DeployConfig
+from deploy.gpu import Ami, is_gpu_instance
 from deploy.images import ASSET_EXCLUDES, require_bidi_label
 from deploy.naming import VARIANT_NAME
 
 CONCURRENCY_METRIC = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
-GPU_INSTANCE_FAMILIES = ("ml.g", "ml.p")
 
 
 def container_environment(config: DeployConfig, voice: str) -> dict[str, str]:
     """What the container reads (tts/README.md): the torch engine on the model cache's hexgrad layout; a
     GPU instance must use CUDA, not fall back to the CPU."""
     env = {"TTS_VOICE": voice, "TTS_ENGINE": "torch"}
-    if config.instance_type.startswith(GPU_INSTANCE_FAMILIES):
+    if is_gpu_instance(config.instance_type):
         env["TTS_PROVIDER"] = "cuda"
     return env
 
@@ -37,6 +38,7 @@ class EndpointStack(Stack):
         model_role_arn: str,
         model_data_uri: str,
         default_voice: str,
+        ami: Ami | None,
     ):
         super().__init__(scope, stack_id, description=f"{config.model}: SageMaker real-time endpoint")
         if config.tts_image_uri:
@@ -79,6 +81,7 @@ class EndpointStack(Stack):
                     initial_variant_weight=1.0,
                     container_startup_health_check_timeout_in_seconds=600,
                     model_data_download_timeout_in_seconds=600,
+                    inference_ami_version=ami.version if ami else None,
                 )
             ],
         )
@@ -112,6 +115,8 @@ class EndpointStack(Stack):
             policy_type="TargetTrackingScaling",
             scaling_target_id=target.ref,
             target_tracking_scaling_policy_configuration=autoscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
+                # Open sessions per instance: by default the measured gap-free capacity of a replica
+                # (deploy/config.py GAP_FREE_SESSIONS_PER_INSTANCE), so new instances come before gaps.
                 target_value=config.target_concurrency,
                 predefined_metric_specification=autoscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
                     predefined_metric_type=CONCURRENCY_METRIC

@@ -1,12 +1,16 @@
 """The base every image is built on: `python:3.12-slim` when it is present or pullable, else a local
 Debian base made once.
 
-A machine without Docker Hub (offline, or registries only through a company proxy) gets a base from
-Debian's packages: `debootstrap --variant=minbase` of trixie with python3 and python3-venv (Python 3.13),
-imported through the SDK as `LOCAL_BASE`. Its label `LOCAL_BASE_LABEL` holds a hash of the recipe, so
-later builds reuse it and a changed recipe rebuilds; the root filesystem is also kept as a tarball in
-`BASE_CACHE`, so an engine that lost its images (a fresh dockerd, another storage driver) gets the base
-back in seconds.
+A machine without Docker Hub (offline, or registries only through a company proxy) gets a stand-in for
+`python:3.12-slim` (the Python of the SageMaker images; `kokoro` 0.9.4, in the GPU image, needs < 3.13):
+`debootstrap --variant=minbase` of Debian bookworm with the shared libraries CPython loads, plus this
+machine's CPython 3.12 (pyenv's, built on bookworm: `PYENV_ROOT`, else `~/.pyenv`) copied in at its own
+path without its site-packages and test suite, `python3` on PATH. Debian has no 3.12 package (bookworm
+has 3.11, trixie 3.13). The copy is checked inside the root filesystem (ssl, ctypes, sqlite3, venv)
+before it is imported through the SDK as `LOCAL_BASE`. Its label `LOCAL_BASE_LABEL` holds a hash of the
+recipe (packages and the exact Python version), so later builds reuse it and a changed recipe rebuilds;
+the root filesystem is also kept as a tarball in `BASE_CACHE`, so an engine that lost its images (a fresh
+dockerd, another storage driver) gets the base back in seconds.
 """
 
 from __future__ import annotations
@@ -26,17 +30,92 @@ import docker.errors
 from emulator.images import ImageBuildError, Progress, image_exists, quiet
 
 DEFAULT_BASE = "python:3.12-slim"
-LOCAL_BASE = "voice-agent-aws/python-base:trixie"
+LOCAL_BASE = "voice-agent-aws/python-base:3.12-bookworm"
 LOCAL_BASE_LABEL = "voice-agent-aws.base-recipe"
-DEBIAN_SUITE = "trixie"
-DEBIAN_PACKAGES = ("python3", "python3-venv", "ca-certificates")
+PYTHON_SERIES = "3.12"
+DEBIAN_SUITE = "bookworm"
+# What CPython's extension modules link against (ldd of lib-dynload), and the CA bundle.
+DEBIAN_PACKAGES = (
+    "ca-certificates",
+    "libssl3",
+    "libffi8",
+    "libsqlite3-0",
+    "libbz2-1.0",
+    "liblzma5",
+    "zlib1g",
+    "libncursesw6",
+    "libreadline8",
+    "libuuid1",
+    "libexpat1",
+)
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 BASE_CACHE = Path("~/.cache/voice-agent-aws/base-image")
+# Left out of the copied Python: 127 MB of its own tests, and whatever was pip-installed into it.
+_PYTHON_EXCLUDES = (f"python{PYTHON_SERIES}/test", f"python{PYTHON_SERIES}/site-packages")
+# The modules that load shared libraries, and a virtual environment with pip (what the Dockerfiles make).
+_SMOKE_TEST = (
+    "import ssl, ctypes, sqlite3, bz2, lzma, zlib, uuid, subprocess, venv; "
+    "venv.create('/tmp/smoke-venv', with_pip=True); "
+    "subprocess.run(['/tmp/smoke-venv/bin/python', '-c', 'import ssl, pip'], check=True)"
+)
+
+
+def machine_python() -> Path:
+    """The prefix of this machine's newest CPython 3.12 under pyenv (`PYENV_ROOT`, else ~/.pyenv)."""
+    root = Path(os.environ.get("PYENV_ROOT") or "~/.pyenv").expanduser()
+    found = sorted(
+        (
+            path
+            for path in (root / "versions").glob(f"{PYTHON_SERIES}.*")
+            if (path / "bin" / "python3").is_file()
+        ),
+        key=lambda path: tuple(int(part) for part in path.name.split(".") if part.isdigit()),
+    )
+    if not found:
+        raise ImageBuildError(
+            f"the local base needs a CPython {PYTHON_SERIES} built on Debian {DEBIAN_SUITE} under "
+            f"{root}/versions (pyenv install {PYTHON_SERIES}), or pull/load a base and set "
+            "EMULATOR_BASE_IMAGE"
+        )
+    return found[-1]
 
 
 def _recipe_hash() -> str:
-    recipe = f"debootstrap --variant=minbase --include={','.join(DEBIAN_PACKAGES)} {DEBIAN_SUITE}"
+    python = machine_python()
+    recipe = (
+        f"debootstrap --variant=minbase --include={','.join(DEBIAN_PACKAGES)} {DEBIAN_SUITE} "
+        f"+ {python} ({python.name}) without {','.join(_PYTHON_EXCLUDES)}"
+    )
     return hashlib.sha256(recipe.encode()).hexdigest()[:16]
+
+
+def _copy_python(python: Path, rootfs: Path) -> None:
+    """`python` at its own path inside `rootfs` (its binary finds its prefix and libpython there)."""
+    target = rootfs / python.relative_to("/")
+    shutil.copytree(
+        python,
+        target,
+        symlinks=True,
+        ignore=lambda directory, names: [
+            name for name in names if any(f"{directory}/{name}".endswith(e) for e in _PYTHON_EXCLUDES)
+        ],
+    )
+    (target / "lib" / f"python{PYTHON_SERIES}" / "site-packages").mkdir()
+    for name in ("python3", f"python{PYTHON_SERIES}", "python"):
+        link = rootfs / "usr" / "local" / "bin" / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(python / "bin" / f"python{PYTHON_SERIES}")
+    check = subprocess.run(
+        ["chroot", str(rootfs), "/usr/local/bin/python3", "-c", _SMOKE_TEST],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    shutil.rmtree(rootfs / "tmp" / "smoke-venv", ignore_errors=True)
+    if check.returncode != 0:
+        raise ImageBuildError(
+            f"{python} does not run on Debian {DEBIAN_SUITE}'s libraries: {check.stderr.strip()[-500:]}"
+        )
 
 
 def _local_base_is_current(client: docker.DockerClient) -> bool:
@@ -60,7 +139,8 @@ def _rootfs_tarball(progress: Progress) -> Path:
             "debootstrap (apt-get install debootstrap), or pull/load a base and set EMULATOR_BASE_IMAGE"
         )
     progress(
-        f"making the root filesystem of {LOCAL_BASE} from Debian {DEBIAN_SUITE} packages (debootstrap) ..."
+        f"making the root filesystem of {LOCAL_BASE} from Debian {DEBIAN_SUITE} packages (debootstrap) "
+        f"and {machine_python()} ..."
     )
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="base-rootfs-", dir=cache) as tmp:
@@ -77,6 +157,7 @@ def _rootfs_tarball(progress: Progress) -> Path:
         if result.returncode != 0:
             tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-10:])
             raise ImageBuildError(f"debootstrap failed (status {result.returncode}):\n{tail}")
+        _copy_python(machine_python(), rootfs)
         for cached in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for item in (rootfs / cached).glob("*"):
                 if item.is_file():

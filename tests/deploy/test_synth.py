@@ -6,6 +6,8 @@ One synthesis through `python -m deploy synth` serves the whole module (plus one
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -39,8 +41,9 @@ UNSCOPABLE = {"ecr:GetAuthorizationToken", "cloudwatch:PutMetricData"}
 class Assembly:
     """The synthesized cloud assembly on disk, as `cdk deploy --app` reads it."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, output: str = ""):
         self.directory = directory
+        self.output = output
         self.manifest = json.loads((directory / "manifest.json").read_text())
 
     def template(self, stack: str) -> Template:
@@ -73,7 +76,9 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def assembly(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Assembly:
     outdir = tmp_path_factory.mktemp("cdk") / "cdk.out"
-    code = deploy_main(
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = deploy_main(
         [
             "synth",
             "--model-dir", str(model_dir),
@@ -81,9 +86,9 @@ def assembly(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Assem
             "--max-instance-count", "4",
             "--bedrock-model-id", MODEL_ID,
         ]
-    )  # fmt: skip
+        )  # fmt: skip
     assert code == 0
-    return Assembly(outdir)
+    return Assembly(outdir, printed.getvalue())
 
 
 def render(value: Any) -> Any:
@@ -154,6 +159,23 @@ def test_endpoint_runs_on_one_g5_xlarge_with_the_model_from_the_cache(assembly: 
     assert render(source["S3Uri"]) == "s3://${Import}/models/kokoro-82m/"
     assert container["Environment"] == {"TTS_VOICE": "jm_kumo", "TTS_ENGINE": "torch", "TTS_PROVIDER": "cuda"}
     assert render(model["Properties"]["ExecutionRoleArn"]) == "${Import}"
+
+
+def test_the_endpoint_runs_on_the_ami_whose_driver_runs_the_image_cuda_build(assembly: Assembly):
+    """The AMI is the newest that runs the CUDA 12.8 torch the image installs; synth names both."""
+    template = assembly.template(ENDPOINT)
+    template.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {
+            "ProductionVariants": [
+                Match.object_like({"InferenceAmiVersion": "al2023-ami-sagemaker-inference-gpu-4-1"})
+            ]
+        },
+    )
+    assert "speech: tts image torch 2.10.0, CUDA 12.8" in assembly.output
+    assert (
+        "speech: inference AMI al2023-ami-sagemaker-inference-gpu-4-1 (NVIDIA driver 580" in assembly.output
+    )
 
 
 def test_autoscaling_tracks_concurrent_requests_per_instance(assembly: Assembly):

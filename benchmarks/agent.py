@@ -119,15 +119,7 @@ def plot(result: dict[str, Any]) -> report.Figure:
     for offset, mode, color in ((-0.2, "bidi", report.OURS), (0.2, "batch", report.SECOND)):
         values = [c[mode]["ttfa_ms"]["median_ms"] for c in everything]
         bars = ms_ax.barh(y + offset, values, 0.4, color=color, label=mode)
-        for bar, value in zip(bars, values, strict=True):
-            ms_ax.annotate(
-                f"{value:,.0f}",
-                (value, bar.get_y() + bar.get_height() / 2),
-                va="center",
-                fontsize=8,
-                xytext=(2, 0),
-                textcoords="offset points",
-            )
+        report.label_bars(ms_ax, bars, "{:,.0f}", horizontal=True)
     ms_ax.set_xlim(0, max(c["batch"]["ttfa_ms"]["median_ms"] for c in everything) * 1.18)
     ms_ax.set_yticks(y, [c["condition"] for c in everything], fontsize=8)
     ms_ax.invert_yaxis()

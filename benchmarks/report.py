@@ -72,16 +72,19 @@ def reference_line(ax: Axes, value: float, label: str, horizontal: bool = True, 
     draw(value, color=color, linestyle="--", linewidth=1.2, label=label)
 
 
-def label_bars(ax: Axes, bars: Any, fmt: str = "{:.0f}") -> None:
+def label_bars(ax: Axes, bars: Any, fmt: str = "{:.0f}", *, horizontal: bool = False) -> None:
+    """Each bar's value at its end: above a vertical bar (`bar`), right of a horizontal one (`barh`)."""
     for bar in bars:
-        height = bar.get_height()
+        value = bar.get_width() if horizontal else bar.get_height()
         ax.annotate(
-            fmt.format(height),
-            (bar.get_x() + bar.get_width() / 2, height),
-            ha="center",
-            va="bottom",
+            fmt.format(value),
+            (value, bar.get_y() + bar.get_height() / 2)
+            if horizontal
+            else (bar.get_x() + bar.get_width() / 2, value),
+            ha="left" if horizontal else "center",
+            va="center" if horizontal else "bottom",
             fontsize=8,
-            xytext=(0, 2),
+            xytext=(3, 0) if horizontal else (0, 2),
             textcoords="offset points",
         )
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import io
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,8 @@ import httpx
 import numpy as np
 
 from benchmarks import report
+from benchmarks.container import tts_process
 from benchmarks.texts import CLIPS
-from emulator.processes import child, free_port
 from tests.support.asr import transcribe, word_error_rate
 from tts.sse import SSEParser
 
@@ -65,13 +64,11 @@ def to_pcm(data: bytes, audio_format: str) -> bytes:
 
 
 def measure(clips: tuple[str, ...]) -> list[dict[str, Any]]:
-    port = free_port()
-    argv = [sys.executable, "-m", "tts", "serve", "--port", str(port), "--log-level", "warning"]
     rows = []
-    with child(argv, ready_url=f"http://127.0.0.1:{port}/ping", timeout_s=180):
+    with tts_process() as base:
         jobs = [(clip, fmt) for clip in clips for fmt in FORMATS]
         for clip, fmt in report.progress(jobs, "clips x formats"):
-            audio, sse_bytes = synthesize(f"http://127.0.0.1:{port}", clip, fmt)
+            audio, sse_bytes = synthesize(base, clip, fmt)
             pcm = to_pcm(audio, fmt)
             rows.append(
                 {

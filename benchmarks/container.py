@@ -27,6 +27,7 @@ import contextlib
 import json
 import socket
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -42,6 +43,7 @@ import websockets
 from benchmarks import report
 from benchmarks.stats import median_ratio, spread
 from benchmarks.texts import ANSWER, ANSWER_FIRST_SENTENCE, SENTENCES_BY_WORDS, TEN_WORDS
+from emulator.processes import child, free_port
 from tts.config import SAMPLE_RATE, TTSConfig
 from tts.engines import create_engine, export_model
 from tts.engines.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
@@ -56,6 +58,20 @@ class Served(NamedTuple):
     url: str  # the WebSocket
     ready_s: float  # from start to ready (model load + warm-up)
     plan: WindowPlan  # the engine's window plan, lanes resolved
+
+
+@contextlib.contextmanager
+def tts_process(env: dict[str, str] | None = None, timeout_s: float = 300) -> Iterator[str]:
+    """`python -m tts serve` as its own process on a free port, ready (`/ping` 200), until the block
+    ends: its base URL (http://127.0.0.1:PORT)."""
+    port = free_port()
+    argv = [sys.executable, "-m", "tts", "serve", "--port", str(port), "--log-level", "warning"]
+    with child(argv, env=env, ready_url=f"http://127.0.0.1:{port}/ping", timeout_s=timeout_s):
+        yield f"http://127.0.0.1:{port}"
+
+
+def websocket_url(base: str) -> str:
+    return base.replace("http://", "ws://", 1) + "/invocations-bidirectional-stream"
 
 
 @contextlib.contextmanager

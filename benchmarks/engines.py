@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks import report
-from benchmarks.container import timed_audio
+from benchmarks.container import timed_audio, tts_process, websocket_url
 from benchmarks.texts import ARTICLE_TEXT, FIRST_SENTENCE
-from emulator.processes import child, free_port
 from tts.config import SAMPLE_RATE
 
 ENGINES = ("onnx", "torch")
@@ -39,12 +37,10 @@ def unavailable(engine: str) -> str | None:
 
 
 def measure(engine: str, trials: int) -> dict[str, Any]:
-    port = free_port()
-    argv = [sys.executable, "-m", "tts", "serve", "--port", str(port), "--log-level", "warning"]
     started = time.perf_counter()
-    with child(argv, env={"TTS_ENGINE": engine}, ready_url=f"http://127.0.0.1:{port}/ping", timeout_s=300):
+    with tts_process({"TTS_ENGINE": engine}) as base:
         ready_s = time.perf_counter() - started
-        url = f"ws://127.0.0.1:{port}/invocations-bidirectional-stream"
+        url = websocket_url(base)
         first_ms, rtfs = [], []
         for _ in report.progress(range(trials), f"{engine}: trials"):
             first_ms.append(asyncio.run(timed_audio(url, FIRST_SENTENCE)).first_s * 1000)

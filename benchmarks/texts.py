@@ -57,3 +57,56 @@ CLIPS = (
     "The storm knocked out power in the northern part of the city, but crews expect to restore it "
     "by midnight.",
 )
+
+# Held out from every tuning of the window plan and the scheduler (`benchmarks/playback.py`): eight
+# four-sentence answers a voice agent might give, each opening with a sentence of exactly 20 words;
+# session n of a playback run speaks answer n mod 8, so concurrent sessions do not speak in lockstep.
+PLAYBACK_ANSWERS = (
+    "I checked the schedule for you, and the last train to the airport leaves the central station at "
+    "eleven tonight. It stops twice on the way. The ride takes about forty minutes. Would you like me to "
+    "buy a ticket?",
+    "Your dentist appointment has been moved from Tuesday morning to Wednesday afternoon, because the "
+    "clinic is closed for a holiday. The new time is half past two. They will send a reminder the day "
+    "before. Is that time all right for you?",
+    "The weather tomorrow looks dry in town, with some clouds in the morning and a light wind "
+    "from the north. Rain may arrive late in the evening. Take a jacket if you plan to stay out. Shall I "
+    "set a reminder?",
+    "I found three Italian restaurants near your hotel that still have a free table for two at eight "
+    "o'clock tonight. The closest one has the best reviews. It also serves food without gluten. Do you "
+    "want me to book it?",
+    "Your electricity bill for last month came to sixty dollars, which is a little lower than "
+    "it was last year. The payment is due on Friday. Automatic payment is switched on. Anything else "
+    "I can check?",
+    "The library book you borrowed about sailing is due back next Monday, and nobody else has reserved "
+    "it yet, luckily. You can renew it twice online. Each renewal adds three weeks. Should I renew it "
+    "now?",
+    "Your flight to Chicago is on time, and boarding starts at gate twelve about forty minutes before "
+    "it takes off. Security lines are short right now. Your seat is by the window. Do "
+    "you need a ride there?",
+    "The package with your new running shoes left the warehouse this morning, and the driver expects to "
+    "arrive before six. Someone must sign for it. The neighbours can sign as well. "
+    "Shall I tell the courier?",
+)
+PLAYBACK_FIRST_SENTENCE_WORDS = 20
+
+# Held out from the tuning of word timings (`tts/engines/timings.py` was tuned on `CLIPS`): sixteen
+# sentences a voice agent might say, scored against Whisper's word timings (`benchmarks/timestamps.py`;
+# numbers written out, so that Whisper's words and the written words compare one to one).
+TIMESTAMP_SENTENCES = (
+    "Your order of two blue lamps will arrive on Monday afternoon.",
+    "I moved the call with your manager to half past three.",
+    "The bakery on the corner sells fresh bread until noon.",
+    "Sorry, the printer on the second floor is out of paper again.",
+    "Your taxi is waiting outside, and the driver's name is Maria.",
+    "Tomorrow will be cloudy, with rain in the evening.",
+    "The gym is open every day except Sunday, from six until ten.",
+    "I added milk, eggs and coffee to your shopping list.",
+    "Your phone bill is lower this month, because roaming was free.",
+    "The concert starts at eight, so leave the house by seven.",
+    "Please remember to water the plants before you travel.",
+    "The museum has a new exhibition about ancient maps.",
+    "Your parcel was left with the neighbour at number twelve.",
+    "I could not find a hotel with a pool, but one has a sauna.",
+    "The bridge is closed for repairs until the end of the month.",
+    "Would you like me to read the reviews of that restaurant?",
+)

@@ -4,8 +4,9 @@ session, as the agent does), each session speaking the same text at the same mom
 aggregate audio seconds produced per wall-clock second (above 1.0 the container keeps up with real
 time for everyone together) and each session's time to first audio (p50, p95).
 
-The container computes one segment at a time, round-robin over its sessions, so adding sessions shares
-the same compute: aggregate throughput stays about flat while time to first audio grows with N.
+The container computes one step at a time, earliest deadline first over its sessions, so adding
+sessions shares the same compute: aggregate throughput stays about flat while time to first audio grows
+with N.
 """
 
 from __future__ import annotations

@@ -36,12 +36,15 @@ SPEECH_MODELS = {"kokoro-82m": SpeechImage("tts/Dockerfile.gpu", "tts/requiremen
 AGENT_DOCKERFILE = "agent/Dockerfile"
 # Where the endpoint's weights come from (deploy/model_dir.py); a directory is given as `model_dir`.
 MODEL_SOURCES = ("auto", "hub", "offline")
+# Where the stacks are applied: AWS through CloudFormation, or the running emulator (deploy/rehearsal.py).
+TARGETS = ("aws", "local")
 DEFAULT_BEDROCK_MODEL_ID = AgentConfig.bedrock_model_id
-# Open sessions one replica keeps gap-free: the autoscaling target (deploy/stacks/endpoint.py). From the
-# measured throughput of the CPU replica, 4.4 s of audio per wall-clock second on a quiet 2-core machine
-# (issue 27), times the 0.7 the scheduler keeps gap-free (tts/scheduler.py CAPACITY_SHARE): 3, which
-# `python -m benchmarks playback` is to confirm (BENCHMARKS.md, "Playback"). The GPU replica is not
-# measured yet; until `playback` runs there, it scales on the CPU's figure, early rather than with gaps.
+# Open sessions one replica keeps gap-free: the autoscaling target (deploy/stacks/endpoint.py). Measured
+# by `python -m benchmarks playback` (BENCHMARKS.md, "Playback") on the 2-core CPU replica, on a shared
+# machine: two sessions without a stall on both transports, three with one 150 ms stall through the
+# emulator, four all stalling; 3 is also what the replica itself claims there (`/ping` capacity). The
+# quiet rerun confirms or lowers it. The GPU replica is not measured yet; until `playback` runs there,
+# it scales on the CPU's figure: early rather than with gaps.
 GAP_FREE_SESSIONS_PER_INSTANCE = 3.0
 
 _ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
@@ -90,10 +93,15 @@ class DeployConfig:
     docker_command: str = "docker"
     wait_delay_s: float = 30.0
     wait_timeout_s: float = 3600.0
+    target: str = "aws"
+    rehearsal_dir: Path = Path.home() / ".cache" / "voice-agent-aws" / "rehearsal"
+    """`--target local`: the local buckets and the record of what the rehearsal made."""
 
     def __post_init__(self) -> None:
         if self.model not in SPEECH_MODELS:
             raise ConfigError(f"unknown speech model {self.model!r}; known: {', '.join(SPEECH_MODELS)}")
+        if self.target not in TARGETS:
+            raise ConfigError(f"target must be {' or '.join(TARGETS)}, got {self.target!r}")
         if self.model_source not in MODEL_SOURCES:
             raise ConfigError(
                 f"model source must be {', '.join(MODEL_SOURCES)} or a directory, got {self.model_source!r}"
@@ -179,6 +187,8 @@ class DeployConfig:
             "docker_command": env.get("DEPLOY_DOCKER") or cls.docker_command,
             "wait_delay_s": _env_number("DEPLOY_WAIT_DELAY_S", cls.wait_delay_s, float),
             "wait_timeout_s": _env_number("DEPLOY_WAIT_TIMEOUT_S", cls.wait_timeout_s, float),
+            "target": env.get("DEPLOY_TARGET") or cls.target,
+            "rehearsal_dir": _env_path("DEPLOY_REHEARSAL_DIR") or cls.rehearsal_dir,
         }
         values.update({key: value for key, value in overrides.items() if value is not None})
         if values["outdir"] is None:

@@ -12,12 +12,13 @@ from collections.abc import Callable, Sequence
 from deploy.aws import Aws
 from deploy.cdk_toolkit import Cdk
 from deploy.config import DeployConfig
-from deploy.part import Part
+from deploy.part import Identity, Part
 from deploy.prereqs import check_prerequisites, require_identity
 from deploy.status import Status
 from deploy.teardown import destroy
 
 Echo = Callable[[str], None]
+Check = Callable[[DeployConfig, Aws, Sequence[Part]], Identity]
 
 
 def deploy_parts(
@@ -28,9 +29,11 @@ def deploy_parts(
     *,
     wait: bool = True,
     echo: Echo = print,
+    check: Check = check_prerequisites,
 ) -> list[Status]:
+    """`check` is AWS's prerequisites (credentials, CDK CLI, Docker, bootstrap), or the rehearsal's."""
     summary = [line for part in parts for line in part.summary()]  # refuses an image its AMI cannot run
-    identity = check_prerequisites(config, aws, parts)
+    identity = check(config, aws, parts)
     echo(f"deploying to account {identity.account} in {identity.region} as {identity.arn}")
     assembly = cdk.synth(parts)
     echo(f"synthesized {assembly}")

@@ -1,19 +1,26 @@
 """`GET /_emulator/status`: endpoints, agent runtimes, replicas, health and recent events as JSON.
 
 Not an AWS API: it is what `python -m emulator status` prints and what tests inspect (for example,
-the pid of a replica to kill).
+the pid of a replica to kill). Each ready endpoint replica's `load` is what its `GET /ping` says at that
+moment (the tts container: sessions playing, how many it keeps gap-free, whether it is saturated), or
+null when it says nothing or does not answer within LOAD_TIMEOUT_S.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+import httpx
 from quart import Blueprint
 
 from emulator.controller.store import AgentRuntime, Deployment, Endpoint, Replica, Store
+
+LOAD_TIMEOUT_S = 1.0  # a replica busy computing still answers /ping within milliseconds (event loop)
 
 
 def _replica(replica: Replica, role: str) -> dict[str, Any]:
@@ -80,10 +87,38 @@ def runtime_status(rt: AgentRuntime) -> dict[str, Any]:
     }
 
 
-def status(store: Store, info: dict[str, Any]) -> dict[str, Any]:
+async def replica_loads(store: Store) -> dict[str, Any]:
+    """Replica id -> the `load` its `GET /ping` reports, for every ready endpoint replica that reports one."""
+    ready = [
+        replica
+        for ep in store.endpoints.values()
+        for deployment in (ep.current, ep.pending)
+        if deployment is not None
+        for replica in deployment.replicas()
+        if replica.ready and replica.address is not None
+    ]
+
+    async def load(client: httpx.AsyncClient, replica: Replica) -> Any:
+        host, port = replica.address
+        with contextlib.suppress(httpx.HTTPError, ValueError):
+            answer = await client.get(f"http://{host}:{port}/ping", timeout=LOAD_TIMEOUT_S)
+            body = answer.json() if answer.status_code == 200 else None
+            return body.get("load") if isinstance(body, dict) else None
+        return None
+
+    async with httpx.AsyncClient(trust_env=False) as client:
+        loads = await asyncio.gather(*(load(client, replica) for replica in ready))
+    return {replica.id: value for replica, value in zip(ready, loads, strict=True) if value is not None}
+
+
+def status(store: Store, info: dict[str, Any], loads: dict[str, Any] | None = None) -> dict[str, Any]:
+    loads = loads or {}
+    endpoints = [endpoint_status(ep) for ep in store.endpoints.values()]
+    for replica in (r for ep in endpoints for r in ep["replicas"]):
+        replica["load"] = loads.get(replica["id"])
     return {
         "emulator": {**info, "now": time.time()},
-        "endpoints": [endpoint_status(ep) for ep in store.endpoints.values()],
+        "endpoints": endpoints,
         "agent_runtimes": [runtime_status(rt) for rt in store.agent_runtimes.values()],
         "events": [asdict(e) for e in store.events.recent(50)],
     }
@@ -94,6 +129,6 @@ def admin_blueprint(store: Store, info: Callable[[], dict[str, Any]]) -> Bluepri
 
     @bp.get("/_emulator/status")
     async def get_status() -> dict[str, Any]:
-        return status(store, info())
+        return status(store, info(), await replica_loads(store))
 
     return bp

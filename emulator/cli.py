@@ -1,6 +1,8 @@
-"""`python -m emulator up|down|status|logs|env`: the arguments, and which module does each command.
+"""`python -m emulator up|build|down|status|logs|env`: the arguments, and which module does each command.
 
-`up` runs the emulator in the foreground, or with `--detach` in the background until it is ready
+`build` builds one image from one of the repository's Dockerfiles, the way `up` builds its images
+(what `python -m deploy aws --target local` runs for the cloud assembly's image assets). `up` runs
+the emulator in the foreground, or with `--detach` in the background until it is ready
 (`daemon.py`); with `--runtime docker` it first builds the images the manifest's models name that the
 engine lacks, or whose sources changed, from the repository's Dockerfiles, showing each step
 (`images/`; `--no-build` refuses instead). `down` stops a running emulator (`daemon.py`); `env` prints
@@ -22,6 +24,9 @@ from emulator.config import ConfigError, EmulatorConfig
 from emulator.controller.runtimes import RuntimeUnavailable
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest
 from emulator.server import EmulatorStartError
+
+ENGINE_PLATFORMS = {"x86_64": "linux/amd64", "aarch64": "linux/arm64"}
+"""`docker info`'s Architecture -> the platform its builds produce."""
 
 
 class CliError(RuntimeError):
@@ -70,6 +75,28 @@ def _build_images(config: EmulatorConfig, manifest_path: str, *, build: bool) ->
         raise CliError(str(exc)) from exc
     if built:
         print(f"# built {', '.join(built)}", file=sys.stderr, flush=True)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    """Build `--tag` from `--dockerfile` on the offline-capable base, as `up` builds its images."""
+    from emulator.images import ImageBuildError, docker_client
+    from emulator.images.base import resolve_base
+    from emulator.images.build import BuildRequest, build_image
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        client = docker_client()
+        # The builder has no cross-platform stage (no buildx here): an image for another CPU is refused.
+        engine = ENGINE_PLATFORMS.get(client.info().get("Architecture", ""), "unknown")
+        if args.platform and args.platform != engine:
+            raise CliError(f"cannot build {args.platform} on this {engine} Docker engine")
+        base = resolve_base(client, args.base_image or _config(args).base_image, progress)
+        build_image(client, BuildRequest(args.tag, args.dockerfile), base, progress)
+    except ImageBuildError as exc:
+        raise CliError(str(exc)) from exc
+    return 0
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -121,6 +148,11 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--base-image", help="docker: BASE_IMAGE of the images built (default python:3.12-slim)")
     up.add_argument("--http-port", type=int)
     up.add_argument("--h2-port", type=int)
+    build = sub.add_parser("build", help="build one image from a Dockerfile of this repository")
+    build.add_argument("--dockerfile", required=True, help="relative to the repository root (the context)")
+    build.add_argument("--tag", required=True, help="the image name to give it")
+    build.add_argument("--platform", help="refuse unless the engine builds this platform (linux/amd64)")
+    build.add_argument("--base-image", help="BASE_IMAGE (default python:3.12-slim, or the offline base)")
     for name, help_text in (
         ("down", "stop a detached emulator"),
         ("status", "endpoints, agent runtimes, replicas, events"),
@@ -137,7 +169,14 @@ def main(argv: list[str] | None = None) -> int:
             "--home", help="emulator home (default EMULATOR_HOME or ~/.cache/voice-agent-aws/emulator)"
         )
     args = parser.parse_args(argv)
-    handlers = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "logs": cmd_logs, "env": cmd_env}
+    handlers = {
+        "up": cmd_up,
+        "build": cmd_build,
+        "down": cmd_down,
+        "status": cmd_status,
+        "logs": cmd_logs,
+        "env": cmd_env,
+    }
     try:
         return handlers[args.command](args)
     except (CliError, daemon.DaemonError, ConfigError, EmulatorStartError, RuntimeUnavailable) as exc:

@@ -1,6 +1,8 @@
 """What `python -m emulator status` and `logs` print from a running emulator's status (the JSON of
 `GET /_emulator/status`, admin.py): tables of endpoints, agent runtimes, failure reasons, replicas and
-recent events; the end of every replica's log (endpoints' and agent runtimes' alike)."""
+recent events; the end of every replica's log (endpoints' and agent runtimes' alike). A replica that
+reports its load shows it as LOAD, `sessions playing/sessions it keeps gap-free`, marked SATURATED when
+the first is over the second (new sessions then wait longer for first audio)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,13 @@ def _table(rows: list[list[str]]) -> str:
     )
 
 
+def _load(load: dict[str, Any] | None) -> str:
+    if not load:
+        return "-"
+    text = f"{load.get('sessions')}/{load.get('capacity') or '?'}"
+    return f"{text} SATURATED" if load.get("saturated") else text
+
+
 def _replica_row(r: dict[str, Any], owner: str) -> list[str]:
     return [
         r["id"],
@@ -36,6 +45,7 @@ def _replica_row(r: dict[str, Any], owner: str) -> list[str]:
         "yes" if r["ready"] else "no",
         str(r["restarts"]),
         str(r["sessions"]),
+        _load(r.get("load")),
         str(r["port"] or "-"),
         r["ident"] or "-",
         _age(r["started"]),
@@ -61,6 +71,7 @@ def format_status(status: dict[str, Any]) -> str:
             "READY",
             "RESTARTS",
             "SESSIONS",
+            "LOAD",
             "PORT",
             "PROCESS",
             "AGE",

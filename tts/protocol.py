@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass
 
 from tts.config import SAMPLE_RATE
+from tts.engines.timings import TimedWords
 from tts.speech_text import speech_text
 
 FORMATS = ("pcm", "wav", "mp3", "aac", "opus")
@@ -69,12 +70,19 @@ class Catalog:
 
 @dataclass(frozen=True)
 class Synthesize:
-    text: str
+    text: str  # what is spoken: the speech text of what the client wrote
     voice: str
     speed: float
     format: str
     lang: str
     request_id: str
+    written: str | None = None
+    """The text as the client wrote it, kept when it asked for word timings (`"timestamps": true`):
+    the `words` frames name words as written."""
+
+    @property
+    def timestamps(self) -> bool:
+        return self.written is not None
 
 
 @dataclass(frozen=True)
@@ -209,7 +217,10 @@ def _synthesize(obj: dict[str, object], catalog: Catalog, transports: tuple[str,
     lang = _optional_str(obj, "lang", request_id) or catalog.default_lang
     if lang not in catalog.languages:
         raise ProtocolError("unknown_language", f"unknown language {_show(lang)}", request_id)
-    text = _spoken_text(text, lang, request_id)
+    timestamps = obj.get("timestamps")
+    if timestamps is not None and not isinstance(timestamps, bool):
+        raise ProtocolError("invalid_field", "'timestamps' must be true or false", request_id)
+    spoken = _spoken_text(text, lang, request_id)
     transport = obj.get("transport", transports[0])
     if transport not in transports:
         raise ProtocolError(
@@ -218,7 +229,13 @@ def _synthesize(obj: dict[str, object], catalog: Catalog, transports: tuple[str,
             request_id,
         )
     return Synthesize(
-        text=text, voice=voice, speed=float(speed), format=fmt, lang=lang, request_id=request_id
+        text=spoken,
+        voice=voice,
+        speed=float(speed),
+        format=fmt,
+        lang=lang,
+        request_id=request_id,
+        written=text if timestamps else None,
     )
 
 
@@ -255,7 +272,14 @@ def parse_invocation(body: bytes, catalog: Catalog) -> tuple[Synthesize, str]:
     """A `POST /invocations` body -> the request and its transport (`binary` or `sse`)."""
     obj = _decode(body)
     request = _synthesize(obj, catalog, TRANSPORTS)
-    return request, str(obj.get("transport", TRANSPORTS[0]))
+    transport = str(obj.get("transport", TRANSPORTS[0]))
+    if request.timestamps and transport != "sse":
+        raise ProtocolError(
+            "invalid_field",
+            '\'timestamps\' needs "transport": "sse": a binary body carries audio only',
+            request.request_id,
+        )
+    return request, transport
 
 
 # Outbound messages (WebSocket control frames; the SSE transport of POST /invocations) ----------------
@@ -282,6 +306,16 @@ def synthesis_complete(
         "audio_bytes": audio_bytes,
         "segments": segments,
         "elapsed_s": round(elapsed_s, 3),
+    }
+
+
+def words(request: Synthesize, timed: TimedWords) -> dict[str, object]:
+    """One segment's words as written, each with its start and end in ms from the request's first
+    audio sample; sent before the segment's first audio (`tts/engines/timings.py`)."""
+    return {
+        "type": "words",
+        "request_id": request.request_id,
+        "words": [{"text": w.text, "start_ms": w.start_ms, "end_ms": w.end_ms} for w in timed.words],
     }
 
 

@@ -1,5 +1,5 @@
-"""The engine scheduler: one queue of synthesis jobs per session, served round-robin, one decoder step
-at a time.
+"""The engine scheduler: one queue of synthesis jobs per session, served earliest deadline first, one
+decoder step at a time.
 
 Why: Kokoro has no batching (variable-length durations), so a container serves one forward pass per
 worker at a time. Holding a lock for a whole session (the reference design) starves every other
@@ -10,6 +10,31 @@ session does not hold back another session's first audio, and a cancel takes eff
 Within a session the next step starts the moment the previous one is done (no idle gap while the audio
 is being sent). A session has at most one step in flight, which keeps its audio in order even with
 several workers.
+
+Policy (deadlines). Each session has a listener, modelled as a player that starts at the session's
+first audio and plays at real time: it runs out of audio at `runs_out_at` (the first audio's time plus
+the audio computed since, restarted from the moment of any step that came too late). The deadline of a
+session's next step is that moment; a session whose listener has nothing to play yet (a new session, or
+one whose last answer has played out) gets its first-audio target instead, its head job's arrival plus
+FIRST_AUDIO_TARGET_S. Every turn the worker takes the session with the earliest deadline (ties: the one
+waiting longest). Sessions far ahead of their listeners have late deadlines, so they yield to every
+session closer to a gap, and run only when nobody nearer needs the engine. The step itself is sized to
+the time left (`WindowPlan.step`): the chosen session's slack, and no more than each other waiting
+session's slack divided by its place in the deadline order (the k-th must see k steps done before its
+own listener runs out), so one long step cannot make the next session stall; a listener that will
+wait whatever the step gets the fixed plan's step instead (the most audio per second of decoding). A
+session's first window is the configured one, stretched (up to twice: FIRST_STRETCH) until its
+audio outlasts one shortest step of every other session with work and its own next one.
+- No starvation: a waiting session's deadline stays where it is, while every step served moves the
+  served session's deadline later by the audio it computed (a step after which the listener would
+  already have run out restarts it from now), so every waiting session reaches the front.
+- Cancel is unchanged: it drops queued jobs, terminates the running pass through the job's run flag,
+  and the sender stops at the next frame.
+- Saturation: `load` counts the sessions with audio to compute and the sessions the engine can
+  keep gap-free (`capacity`, from the measured decoder speed: CAPACITY_SHARE of the audio seconds a
+  full-size step computes per second). While started sessions with work fill the capacity, a new
+  session's first-audio deadline moves SATURATED_WAIT_S later: new sessions wait longer for first audio rather
+  than every listener stalling, and none waits without bound. `/ping` reports `load`.
 
 Backpressure: a session's synthesis runs at most AHEAD_LIMIT_S of audio ahead of its reader. A job's
 PCM waits in its `AudioQueue` until the reader (the session's sender, or `POST /invocations`) takes it;
@@ -33,7 +58,8 @@ from dataclasses import dataclass, field
 from tts.config import SAMPLE_RATE
 from tts.encoders import float_to_pcm16
 from tts.engines.base import CancelFlag, RunFlag, SpeechEngine, SynthesisCancelled
-from tts.engines.windows import WindowedDecode
+from tts.engines.timings import TimedWords, WordTokens
+from tts.engines.windows import FRAME_S, MIN_STEP_FRAMES, WindowedDecode
 from tts.protocol import Synthesize
 
 log = logging.getLogger("tts.scheduler")
@@ -48,10 +74,24 @@ log = logging.getLogger("tts.scheduler")
 # queue (45 s of audio and +217 MB measured without the bound) and no longer takes engine turns.
 AHEAD_LIMIT_S = 10.0
 AHEAD_LIMIT_BYTES = int(AHEAD_LIMIT_S * SAMPLE_RATE) * 2
+# A new session's first audio is due this long after its message (issue 27's target for a 20-word
+# first sentence on a 2-core CPU: the text side ~160 ms plus the 12-frame first window ~150 ms).
+FIRST_AUDIO_TARGET_S = 0.4
+# Saturated, a new session's first-audio deadline moves this much later: it then comes after every
+# playing listener with less than that buffered, and is still served within it (no starvation). About
+# one sentence of an answer, so that a playing session can finish its answer before the new one starts.
+SATURATED_WAIT_S = 4.0
+# The share of the engine's full-speed audio rate that keeps listeners gap-free: the rest is the text
+# side, the short first windows of every sentence and the event loop. Measured (`python -m benchmarks
+# playback`, BENCHMARKS.md "Playback", 2 shared cores): two or three sessions kept (nearly) gap-free,
+# four all stalling 4-5 s, while a full-size step computed 5-5.7 s of audio a second; 0.6 of that
+# claims 3. At 0.7 the claim read 4 when the fourth session came, and all four stalled together.
+CAPACITY_SHARE = 0.6
 
 
-class AudioQueue(asyncio.Queue[bytes | BaseException | None]):
-    """A job's PCM, one item per decoder step: counts the PCM bytes computed and not yet taken, and
+class AudioQueue(asyncio.Queue[bytes | TimedWords | BaseException | None]):
+    """A job's PCM, one item per decoder step (each segment's words before its first step when the
+    request asked for timestamps): counts the PCM bytes computed and not yet taken, and
     calls `on_taken(bytes)` whenever its reader takes some (the scheduler's backpressure)."""
 
     def __init__(self) -> None:
@@ -61,12 +101,12 @@ class AudioQueue(asyncio.Queue[bytes | BaseException | None]):
 
     # `_put` and `_get` are asyncio.Queue's hooks for subclasses (as PriorityQueue uses them), so the
     # count holds for every way of putting and getting.
-    def _put(self, item: bytes | BaseException | None) -> None:
+    def _put(self, item: bytes | TimedWords | BaseException | None) -> None:
         if isinstance(item, bytes):
             self.pcm_bytes += len(item)
         super()._put(item)
 
-    def _get(self) -> bytes | BaseException | None:
+    def _get(self) -> bytes | TimedWords | BaseException | None:
         item = super()._get()
         if isinstance(item, bytes):
             self.pcm_bytes -= len(item)
@@ -88,8 +128,13 @@ class Job:
     segments: list[list[int]] | None = None
     segment_count: int = 0
     windows: WindowedDecode | None = None
+    word_tokens: list[WordTokens] = field(default_factory=list)  # per segment to come, with timestamps
+    words: TimedWords | None = None  # the segment just started: put on `audio` before its first step
+    samples: int = 0  # audio computed so far: where the next segment's words start
     submitted_at: float = field(default_factory=time.perf_counter)
     run_options: RunFlag = field(default_factory=CancelFlag)
+    budget_s: float | None = None  # the time its next step may take (set by the scheduler each turn)
+    cover_s: float = 0.0  # a first window's audio must last this long (set with `budget_s`)
 
 
 class Scheduler:
@@ -102,6 +147,7 @@ class Scheduler:
         self._in_flight: set[Hashable] = set()
         self._ahead: dict[Hashable, int] = {}  # per owner: PCM bytes computed and not yet taken
         self._held: set[Hashable] = set()  # owners left out of the rotation: AHEAD_LIMIT_BYTES ahead
+        self._runs_out_at: dict[Hashable, float] = {}  # per owner: when its listener runs out of audio
         self._wakeup = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -124,6 +170,31 @@ class Scheduler:
     def ahead_bytes(self) -> dict[Hashable, int]:
         """Per owner with any: PCM bytes computed that its reader has not taken yet (a snapshot)."""
         return dict(self._ahead)
+
+    @property
+    def load(self) -> dict[str, object]:
+        """For `/ping`: the sessions with audio to compute, the sessions the engine can keep gap-free
+        (None until the decoder speed is measured), and whether the first are more than the second."""
+        capacity = self.capacity
+        return {
+            "sessions": len(self._queues),
+            "capacity": capacity,
+            "saturated": capacity is not None and len(self._queues) > capacity,
+        }
+
+    @property
+    def capacity(self) -> int | None:
+        """Sessions the engine keeps gap-free: CAPACITY_SHARE of the audio seconds per second that a
+        full-size step computes, by the decoder speed measured at load and updated since."""
+        speed = self._engine.decode_speed
+        if speed is None:
+            return None
+        plan = self._engine.window_plan
+        frames = 1_000_000  # a step well inside a long segment: the plan's largest
+        step = plan.step(plan.max_frames, 8, frames)
+        decoded = [stop - start + 2 * plan.context_frames for start, stop in step]
+        rate = (step[-1][1] - step[0][0]) * FRAME_S / speed.seconds(decoded)
+        return max(1, int(rate * CAPACITY_SHARE))
 
     def submit(self, owner: Hashable, request: Synthesize) -> Job:
         job = Job(owner=owner, request=request, run_options=self._engine.run_flag())
@@ -167,23 +238,71 @@ class Scheduler:
         if not self._queues.get(owner) and owner not in self._in_flight:
             self._held.discard(owner)
             self._queues.pop(owner, None)
+            if self._runs_out_at.get(owner, 0.0) <= time.perf_counter():
+                self._runs_out_at.pop(owner, None)  # played out: its next message starts afresh
             if owner in self._rotation:
                 self._rotation.remove(owner)
+
+    def _deadline(self, owner: Hashable, now: float, started: int) -> float:
+        """When `owner`'s listener runs out of audio; for one with nothing to play yet, its first-audio
+        target (later while the `started` sessions, playing or stalled, fill the capacity)."""
+        head = self._queues[owner][0]
+        runs_out_at = self._runs_out_at.get(owner)
+        if runs_out_at is not None and runs_out_at > head.submitted_at:
+            return runs_out_at
+        others = started - (owner in self._runs_out_at)
+        capacity = self.capacity
+        wait = SATURATED_WAIT_S if capacity is not None and others >= capacity else 0.0
+        return head.submitted_at + FIRST_AUDIO_TARGET_S + wait
 
     async def _next(self) -> Job:
         while not self._rotation:
             self._wakeup.clear()
             await self._wakeup.wait()
-        owner = self._rotation.popleft()
+        now = time.perf_counter()
+        self._runs_out_at = {o: t for o, t in self._runs_out_at.items() if t > now or o in self._queues}
+        # Started sessions with work to do, playing or stalled: each needs the engine at real time. (One
+        # whose work is done is not counted, though its listener may still be playing: a closed session
+        # looks the same from here.)
+        started = sum(1 for owner in self._runs_out_at if owner in self._queues)
+        deadlines = sorted(
+            ((self._deadline(o, now, started), n, o) for n, o in enumerate(self._rotation)),
+            key=lambda entry: entry[:2],
+        )
+        deadline, _, owner = deadlines[0]
+        self._rotation.remove(owner)
         self._in_flight.add(owner)
-        return self._queues[owner][0]
+        job = self._queues[owner][0]
+        playing = owner in self._runs_out_at and deadline == self._runs_out_at[owner]
+        # The k-th most urgent session must see k steps done before its listener runs out.
+        job.budget_s = (
+            max(0.0, min((d - now) / rank for rank, (d, *_) in enumerate(deadlines, 1))) if playing else None
+        )
+        # A first window must last until this listener's next step is done: one shortest step of each
+        # other session with work, then its own.
+        job.cover_s = (
+            0.0 if playing else (len(deadlines) + len(self._in_flight) - 1) * self._shortest_step_s()
+        )
+        return job
+
+    def _shortest_step_s(self) -> float:
+        """Predicted time of a budgeted step at its floor (MIN_STEP_FRAMES and its context)."""
+        speed = self._engine.decode_speed
+        if speed is None:
+            return 0.0
+        return speed.seconds([MIN_STEP_FRAMES + 2 * self._engine.window_plan.context_frames])
 
     def _run_step(self, job: Job) -> bytes | None:
         """In a worker thread: G2P on the job's first turn, the text side on a segment's first turn,
         then one decoder step."""
         request = job.request
         if job.segments is None:
-            job.segments = self._engine.segments(request.text, request.lang)
+            if request.written is None:
+                job.segments = self._engine.segments(request.text, request.lang)
+            else:
+                timed = self._engine.timed_segments(request.written, request.text, request.lang)
+                job.segments = [tokens for tokens, _ in timed]
+                job.word_tokens = [words for _, words in timed]
             job.segment_count = len(job.segments)
         if job.cancelled:
             return None
@@ -193,7 +312,11 @@ class Scheduler:
             tokens = job.segments.pop(0)
             features = self._engine.features(tokens, request.voice, request.speed, job.run_options)
             job.windows = self._engine.windowed(features, job.run_options)
-        return float_to_pcm16(job.windows.next())
+            if job.word_tokens:
+                job.words = job.word_tokens.pop(0).times(features.durations, job.samples)
+        audio = job.windows.next(job.budget_s, job.cover_s)
+        job.samples += len(audio)
+        return float_to_pcm16(audio)
 
     @staticmethod
     def _exhausted(job: Job) -> bool:
@@ -206,9 +329,13 @@ class Scheduler:
             finished = False
             try:
                 pcm = await loop.run_in_executor(self._pool, self._run_step, job)
+                if job.words is not None and not job.cancelled:
+                    job.audio.put_nowait(job.words)
+                    job.words = None
                 if pcm is not None and not job.cancelled:
                     self._ahead[job.owner] = self._ahead.get(job.owner, 0) + len(pcm)
                     job.audio.put_nowait(pcm)
+                    self._played(job.owner, len(pcm) / 2 / SAMPLE_RATE)
                 finished = job.cancelled or self._exhausted(job)
             except SynthesisCancelled:
                 finished = True
@@ -218,6 +345,10 @@ class Scheduler:
                 job.cancelled = True
                 finished = True
             self._release(job, finished)
+
+    def _played(self, owner: Hashable, seconds: float) -> None:
+        """`seconds` more audio for `owner`'s listener, who plays from now if it had run out."""
+        self._runs_out_at[owner] = max(self._runs_out_at.get(owner, 0.0), time.perf_counter()) + seconds
 
     def _release(self, job: Job, finished: bool) -> None:
         owner = job.owner

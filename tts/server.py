@@ -26,6 +26,7 @@ from starlette.websockets import WebSocket
 
 from tts import protocol
 from tts.config import TTSConfig
+from tts.engines.timings import TimedWords
 from tts.model_host import ModelHost
 from tts.protocol import ProtocolError, check_media_type, parse_invocation
 from tts.scheduler import Job
@@ -83,8 +84,8 @@ def create_app(config: TTSConfig) -> Starlette:
     async def ping(request: Request) -> Response:
         if not host.ready.is_set():
             return _not_ready(host)
-        engine = host.engine
-        return JSONResponse({"status": "ok", "engine": engine.name, "device": engine.device})
+        engine, load = host.engine, host.scheduler.load if host.scheduler else None
+        return JSONResponse({"status": "ok", "engine": engine.name, "device": engine.device, "load": load})
 
     async def invocations(request: Request) -> Response:
         if not host.ready.is_set() or host.scheduler is None or host.catalog is None:
@@ -135,29 +136,35 @@ def create_app(config: TTSConfig) -> Starlette:
 
 
 async def _binary_body(
-    host: ModelHost, job: Job, first: bytes | None, frames: AsyncIterator[bytes]
+    host: ModelHost, job: Job, first: bytes | TimedWords | None, frames: AsyncIterator[bytes | TimedWords]
 ) -> AsyncIterator[bytes]:
+    """Audio only: a request with timestamps is refused on this transport (`parse_invocation`)."""
     try:
-        if first is not None:
+        if isinstance(first, bytes):
             yield first
         async for frame in frames:
-            yield frame
+            if isinstance(frame, bytes):
+                yield frame
     finally:
         _release(host, job)
 
 
 async def _sse_events(
-    host: ModelHost, job: Job, first: bytes | None, frames: AsyncIterator[bytes], stats: AudioStats
+    host: ModelHost,
+    job: Job,
+    first: bytes | TimedWords | None,
+    frames: AsyncIterator[bytes | TimedWords],
+    stats: AudioStats,
 ) -> AsyncIterator[bytes]:
     request = job.request
     try:
         yield encode_event(protocol.audio_stream_start(request))
         seq = 0
         try:
-            if first is not None:
-                yield _audio_chunk(seq, first)
-                seq += 1
-            async for frame in frames:
+            async for frame in _prepend(first, frames):
+                if isinstance(frame, TimedWords):
+                    yield encode_event(protocol.words(request, frame))
+                    continue
                 yield _audio_chunk(seq, frame)
                 seq += 1
         except SynthesisFailed as exc:
@@ -166,6 +173,13 @@ async def _sse_events(
         yield encode_event(protocol.audio_stream_end(request, stats.frames, stats.duration_s))
     finally:
         _release(host, job)
+
+
+async def _prepend[Item](first: Item | None, rest: AsyncIterator[Item]) -> AsyncIterator[Item]:
+    if first is not None:
+        yield first
+    async for item in rest:
+        yield item
 
 
 def _audio_chunk(seq: int, frame: bytes) -> bytes:

@@ -3,7 +3,8 @@
 Two tasks: the receiver parses every frame (TEXT or BINARY, since SageMaker delivers BINARY frames
 unless the client says UTF8), queues synthesize messages on the scheduler at once and answers
 cancel/close; the sender writes each request's `synthesis_start`, audio frames and
-`synthesis_complete` in message order. Bad input is answered with an `error` frame and the session
+`synthesis_complete` in message order (with `"timestamps": true`, each segment's `words` frame before
+the segment's first audio frame). Bad input is answered with an `error` frame and the session
 goes on; only `close` or a disconnect ends it.
 
 Barge-in: the sender checks for a cancel before every audio frame and yields to the receiver after
@@ -25,6 +26,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from tts import protocol
 from tts.config import SAMPLE_RATE
+from tts.engines.timings import TimedWords
 from tts.protocol import Cancel, Catalog, Close, ProtocolError, Synthesize, parse_message
 from tts.scheduler import Job, Scheduler
 from tts.streaming import AudioStats, SynthesisFailed, audio_frames
@@ -143,6 +145,9 @@ class Session:
         stats = AudioStats()
         try:
             async for frame in audio_frames(job, self._frame_bytes, stats):
+                if isinstance(frame, TimedWords):
+                    await self._send_json(protocol.words(request, frame))
+                    continue
                 await self._pace()
                 if job.cancelled:
                     return

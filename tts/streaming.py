@@ -1,5 +1,6 @@
 """From a scheduled job to wire frames: slice each segment's PCM into frames of `frame_ms`, encode,
-and yield the bytes as soon as they exist. Shared by the WebSocket session and `POST /invocations`."""
+and yield the bytes as soon as they exist, each segment's words (when the request asked for timestamps)
+before its audio. Shared by the WebSocket session and `POST /invocations`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 
 from tts.config import SAMPLE_RATE
 from tts.encoders import make_encoder
+from tts.engines.timings import TimedWords
 from tts.scheduler import Job
 
 
@@ -34,8 +36,9 @@ class AudioStats:
         return round(self.samples / SAMPLE_RATE, 3)
 
 
-async def audio_frames(job: Job, frame_bytes: int, stats: AudioStats) -> AsyncIterator[bytes]:
-    """Encoded audio of `job`, frame by frame. Stops early (without flushing) when the job is cancelled."""
+async def audio_frames(job: Job, frame_bytes: int, stats: AudioStats) -> AsyncIterator[bytes | TimedWords]:
+    """Encoded audio of `job`, frame by frame, and each segment's `TimedWords` before the segment's
+    first audio. Stops early (without flushing) when the job is cancelled."""
     encoder = make_encoder(job.request.format)
     while True:
         item = await job.audio.get()
@@ -45,6 +48,9 @@ async def audio_frames(job: Job, frame_bytes: int, stats: AudioStats) -> AsyncIt
             break
         if isinstance(item, BaseException):
             raise SynthesisFailed(f"synthesis failed: {str(item) or type(item).__name__}") from item
+        if isinstance(item, TimedWords):
+            yield item
+            continue
         stats.samples += len(item) // 2
         for start in range(0, len(item), frame_bytes):
             data = encoder.encode(item[start : start + frame_bytes])

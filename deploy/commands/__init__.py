@@ -16,6 +16,8 @@ from deploy.config import DeployConfig
 from deploy.errors import DeployError
 from deploy.orchestrate import deploy_parts, destroy_parts, status_of
 from deploy.part import Part
+from deploy.prereqs import check_prerequisites
+from deploy.rehearsal import LocalToolkit
 from deploy.status import Status
 
 
@@ -40,13 +42,21 @@ def act(
     no_wait: bool = False,
     status_parts: Sequence[Part] | None = None,
 ) -> int:
-    """deploy (in order, waiting unless `no_wait`), destroy (in reverse) or report the status of `parts`."""
-    aws = clients(config)
+    """deploy (in order, waiting unless `no_wait`), destroy (in reverse) or report the status of `parts`,
+    on AWS or, with `--target local`, on the emulator (`deploy.rehearsal`: the only calls that differ)."""
+    if config.target == "local":
+        local = LocalToolkit(config)
+        aws, cdk, check = local.aws, local, local.check
+    else:
+        aws, cdk, check = clients(config), toolkit(config), check_prerequisites
     if action in {"aws", "deploy"}:
-        statuses = deploy_parts(config, parts, aws, toolkit(config), wait=not no_wait)
+        statuses = deploy_parts(config, parts, aws, cdk, wait=not no_wait, check=check)
         return 0 if no_wait or all(status.ready for status in statuses) else 1
     if action == "destroy":
-        destroy_parts(config, parts, aws)
+        if config.target == "local":
+            print(local.destroy(parts))
+        else:
+            destroy_parts(config, parts, aws)
         return 0
     return print_statuses(status_of(config, status_parts or parts, aws))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from deploy.config import MODEL_SOURCES, DeployConfig
+from deploy.config import MODEL_SOURCES, TARGETS, DeployConfig
 from deploy.gpu import AMI_VERSIONS
 
 # Flags whose `dest` is a DeployConfig field; absent flags (None) leave the environment's value.
@@ -27,11 +27,17 @@ CONFIG_FIELDS = (
     "outdir",
     "wait_delay_s",
     "wait_timeout_s",
+    "target",
 )
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--region", help="AWS region (default: AWS_REGION or the profile's)")
+    parser.add_argument(
+        "--target",
+        choices=TARGETS,
+        help="aws (default), or local: rehearse on the emulator `python -m emulator env` points at",
+    )
 
 
 def add_wait(parser: argparse.ArgumentParser) -> None:

@@ -84,7 +84,7 @@ def _recipe_hash() -> str:
     python = machine_python()
     recipe = (
         f"debootstrap --variant=minbase --include={','.join(DEBIAN_PACKAGES)} {DEBIAN_SUITE} "
-        f"+ {python} ({python.name}) without {','.join(_PYTHON_EXCLUDES)}"
+        f"+ {python} ({python.name}) without {','.join(_PYTHON_EXCLUDES)}, readable by every user"
     )
     return hashlib.sha256(recipe.encode()).hexdigest()[:16]
 
@@ -101,12 +101,17 @@ def _copy_python(python: Path, rootfs: Path) -> None:
         ],
     )
     (target / "lib" / f"python{PYTHON_SERIES}" / "site-packages").mkdir()
+    # Images that run as another user (the agent's, uid 1000) must reach it: pyenv's usual home, /root,
+    # is 700 in Debian's root filesystem.
+    for directory in target.relative_to(rootfs).parents:
+        path = rootfs / directory
+        path.chmod(path.stat().st_mode | 0o555)
     for name in ("python3", f"python{PYTHON_SERIES}", "python"):
         link = rootfs / "usr" / "local" / "bin" / name
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(python / "bin" / f"python{PYTHON_SERIES}")
-    check = subprocess.run(
-        ["chroot", str(rootfs), "/usr/local/bin/python3", "-c", _SMOKE_TEST],
+    check = subprocess.run(  # as a user other than root, as the agent's image runs
+        ["chroot", "--userspec=1000:1000", str(rootfs), "/usr/local/bin/python3", "-c", _SMOKE_TEST],
         capture_output=True,
         text=True,
         check=False,

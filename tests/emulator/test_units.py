@@ -61,7 +61,9 @@ def test_bad_config_values_are_config_errors(name: str, value: str) -> None:
 def test_shipped_manifests_load() -> None:
     for path in DEFAULT_MANIFEST.parent.glob("*.yaml"):
         if "resources" in path.read_text():
-            assert load_manifest(path).endpoints, path
+            manifest = load_manifest(path)
+            # empty.yaml is an emulator with nothing in it, for `deploy aws --target local` to fill
+            assert manifest.endpoints or path.name == "empty.yaml", path
 
 
 def test_default_manifest_is_the_kokoro_endpoint() -> None:
@@ -264,3 +266,92 @@ def test_sigv4_checks_the_body_received_not_the_hash_declared() -> None:
         _verify(request, {"AKIDTEST": "secret"}, body=b'{"text":"other"}')
     with pytest.raises(AwsError, match="STREAMING-AWS4-HMAC-SHA256-EVENTS"):
         _verify(request, {"AKIDTEST": "secret"}, body=None)
+
+
+def test_status_shows_each_replicas_load_and_saturation() -> None:
+    from emulator.status_view import format_status
+
+    def replica(name: str, load: dict[str, Any] | None) -> dict[str, Any]:
+        return {
+            "id": name,
+            "variant": "AllTraffic",
+            "deployment": "current",
+            "phase": "Running",
+            "ready": True,
+            "restarts": 0,
+            "sessions": 4,
+            "port": 8080,
+            "ident": "pid 1",
+            "started": None,
+            "load": load,
+        }
+
+    endpoint = {
+        "name": "tts",
+        "status": "InService",
+        "config": "tts",
+        "created": None,
+        "variants": [],
+        "replicas": [
+            replica("tts-a", {"sessions": 4, "capacity": 3, "saturated": True}),
+            replica("tts-b", {"sessions": 2, "capacity": 3, "saturated": False}),
+            replica("tts-c", None),
+        ],
+    }
+    info = {"pid": 1, "http_url": "u", "h2_url": "h", "runtime": "process"}
+    rows = {
+        line.split()[0]: line
+        for line in format_status({"emulator": info, "endpoints": [endpoint], "events": []}).splitlines()
+        if line.strip()
+    }
+    assert "LOAD" in rows["REPLICA"]
+    assert "4/3 SATURATED" in rows["tts-a"]
+    assert "2/3" in rows["tts-b"] and "SATURATED" not in rows["tts-b"]
+    assert "SATURATED" not in rows["tts-c"]
+
+
+async def test_the_status_reads_each_ready_replicas_load_from_its_ping() -> None:
+    """admin.replica_loads asks every ready endpoint replica's /ping; one that says nothing of its load,
+    answers no JSON object or does not answer is left out (the status then shows "-")."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from types import SimpleNamespace
+
+    from emulator.admin import replica_loads
+    from emulator.processes import free_port
+
+    load = {"sessions": 4, "capacity": 3, "saturated": True}
+    servers = []
+
+    def replica(name: str, answer: object, ready: bool = True) -> SimpleNamespace:
+        class Ping(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Ping)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return SimpleNamespace(id=name, ready=ready, address=server.server_address)
+
+    try:
+        replicas = [
+            replica("loaded", {"status": "ok", "load": load}),
+            replica("silent", {"status": "ok"}),
+            replica("a-list", [1, 2]),
+            replica("not-ready", {"status": "ok", "load": load}, ready=False),
+            SimpleNamespace(id="gone", ready=True, address=("127.0.0.1", free_port())),
+        ]
+        deployment = SimpleNamespace(replicas=lambda: replicas)
+        store = SimpleNamespace(endpoints={"tts": SimpleNamespace(current=deployment, pending=None)})
+        assert await replica_loads(store) == {"loaded": load}
+    finally:
+        for server in servers:
+            server.shutdown()

@@ -296,4 +296,6 @@ async def test_invocations_refuse_a_huge_body_before_reading_it(tts_server, chun
 
 def test_ping_names_the_engine_and_its_device(tts_server):
     body = httpx.get(f"{tts_server.http}/ping", timeout=10).json()
+    load = body.pop("load")
     assert body == {"status": "ok", "engine": "onnx", "device": "CPUExecutionProvider"}
+    assert set(load) == {"sessions", "capacity", "saturated"} and load["capacity"] >= 1, load

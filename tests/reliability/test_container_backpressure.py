@@ -39,7 +39,7 @@ class _Steps:
     def done(self) -> bool:
         return self._left == 0
 
-    def next(self) -> np.ndarray:
+    def next(self, budget_s: float | None = None, cover_s: float = 0.0) -> np.ndarray:
         time.sleep(0.002)  # a forward pass takes time
         self._left -= 1
         number = len(self._engine.computed)
@@ -49,6 +49,8 @@ class _Steps:
 
 class FakeEngine:
     """One segment per text; records every step it computes, as (text, step number)."""
+
+    decode_speed = None  # not measured: the scheduler claims no capacity and sizes no step
 
     def __init__(self) -> None:
         self.computed: list[tuple[str, int]] = []

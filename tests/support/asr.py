@@ -37,14 +37,29 @@ def _model():
     return WhisperModel(str(_model_dir()), device="cpu", compute_type="int8", cpu_threads=2)
 
 
-def transcribe(pcm16: bytes, sample_rate: int = 24_000) -> str:
-    """Transcribe mono s16le PCM (resampled to Whisper's 16 kHz) to text."""
+def _at_16k(pcm16: bytes, sample_rate: int) -> np.ndarray:
     audio = np.frombuffer(pcm16, dtype=np.int16).astype(np.float32) / 32768.0
     if sample_rate != 16_000:
         positions = np.arange(0, len(audio), sample_rate / 16_000)
         audio = np.interp(positions, np.arange(len(audio)), audio).astype(np.float32)
-    segments, _ = _model().transcribe(audio, language="en", beam_size=1, vad_filter=False)
+    return audio
+
+
+def transcribe(pcm16: bytes, sample_rate: int = 24_000) -> str:
+    """Transcribe mono s16le PCM (resampled to Whisper's 16 kHz) to text."""
+    segments, _ = _model().transcribe(
+        _at_16k(pcm16, sample_rate), language="en", beam_size=1, vad_filter=False
+    )
     return " ".join(segment.text.strip() for segment in segments)
+
+
+def word_timings(pcm16: bytes, sample_rate: int = 24_000) -> list[tuple[str, float, float]]:
+    """Each word Whisper hears in mono s16le PCM, with its start and end in ms (faster-whisper's
+    `word_timestamps`: cross-attention aligned by dynamic time warping)."""
+    segments, _ = _model().transcribe(
+        _at_16k(pcm16, sample_rate), language="en", beam_size=1, vad_filter=False, word_timestamps=True
+    )
+    return [(w.word.strip(), w.start * 1000, w.end * 1000) for segment in segments for w in segment.words]
 
 
 _NUMBER_WORDS = {

@@ -22,7 +22,15 @@ from tts.config import TTSConfig
 from tts.engines.base import SynthesisCancelled
 from tts.engines.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
 from tts.engines.onnx.engine import OnnxEngine
-from tts.engines.windows import MIN_LANE_FRAMES, SAMPLES_PER_FRAME, WindowPlan
+from tts.engines.windows import (
+    BUDGET_SHARE,
+    MIN_LANE_FRAMES,
+    MIN_STEP_FRAMES,
+    SAMPLES_PER_FRAME,
+    DecodeSpeed,
+    WindowedDecode,
+    WindowPlan,
+)
 
 SENTENCE = "It shipped yesterday from our Denver warehouse and should arrive on Thursday."
 SENTENCES = [
@@ -69,6 +77,100 @@ def test_with_lanes_each_step_after_the_first_is_split_evenly_across_them():
     assert WindowPlan(12, 120, 8, lanes=1).steps(315) == [[w] for w in WindowPlan(12, 120, 8).windows(315)]
     with pytest.raises(ValueError):
         WindowPlan(12, 120, 8, lanes=0)
+
+
+def test_a_budgeted_step_fits_the_time_the_listener_has_left():
+    """`step` with a budget: the longest step the decoder speed says fits BUDGET_SHARE of it, never
+    under MIN_STEP_FRAMES nor over the largest; split across lanes when each gets MIN_LANE_FRAMES. When
+    not even the floor fits, the listener waits anyway: the fixed plan's step, not a short one."""
+    plan = WindowPlan(12, 120, 8, growth=4, lanes=2)
+    speed = DecodeSpeed(call_s=0.01, frame_s=0.008, lane_frame_s=0.012)
+    floor_s = speed.seconds([MIN_STEP_FRAMES + 16])  # 0.33 s
+    for budget in (0.4, 0.5, 0.8, 1.2, 3.0, 30.0):
+        step = plan.step(12, 1, 2000, budget, speed)
+        span = step[-1][1] - step[0][0]
+        decoded = [b - a + 16 for a, b in step]
+        assert MIN_STEP_FRAMES <= span <= 120, (budget, step)
+        assert span == MIN_STEP_FRAMES or speed.seconds(decoded) <= BUDGET_SHARE * budget, (budget, step)
+        assert len(step) == 1 or all(b - a >= MIN_LANE_FRAMES for a, b in step), (budget, step)
+    assert plan.step(12, 1, 2000, floor_s, speed) == [(12, 12 + MIN_STEP_FRAMES)], "just the floor"
+    for hopeless in (0.0, 0.2, floor_s - 0.01):
+        assert plan.step(12, 1, 2000, hopeless, speed) == plan.step(12, 1, 2000), hopeless
+    assert plan.step(12, 1, 2000, 30.0, speed) == [(12, 72), (72, 132)], "seconds ahead: the largest"
+    grown = [plan.step(12, 1, 2000, b, speed)[-1][1] for b in (0.4, 0.6, 0.8, 1.0)]
+    assert grown == sorted(grown) and grown[0] < grown[-1], "a longer budget, a longer step"
+    assert plan.step(280, 3, 300, 30.0, speed)[-1][1] == 300, "the end of the segment"
+    assert plan.step(260, 3, 300, 0.4, speed)[-1][1] == 300, "a remainder under the floor joins the step"
+
+
+def test_a_first_window_stretches_to_outlast_the_next_step_within_bounds():
+    plan = WindowPlan(12, 120, 8, growth=4, lanes=2)
+    assert plan.step(0, 0, 300) == [(0, 12)], "nothing to cover: the configured first window"
+    assert plan.step(0, 0, 300, cover_s=0.3) == [(0, 14)], "0.3 s and a tenth: 14 frames"
+    assert plan.step(0, 0, 300, cover_s=10.0) == [(0, 24)], "never over FIRST_STRETCH times"
+    assert plan.step(0, 0, 20, cover_s=0.3) == [(0, 20)], "a short remainder joins it"
+    assert plan.steps(315) == [[(0, 12)], [(12, 60)], [(60, 120), (120, 180)], [(180, 247), (247, 315)]], (
+        "the fixed plan does not change"
+    )
+
+
+def test_the_decoder_speed_follows_what_steps_take():
+    speed = DecodeSpeed(call_s=0.01, frame_s=0.008, lane_frame_s=0.012)
+    assert speed.seconds([40]) == pytest.approx(0.01 + 40 * 0.008)
+    assert speed.seconds([60, 64]) == pytest.approx(0.01 + 64 * 0.012), "side by side: the longest lane"
+    for _ in range(30):  # the host got twice as slow
+        speed.observe([40], 0.01 + 40 * 0.016)
+    assert speed.frame_s == pytest.approx(0.016, rel=0.01)
+    assert speed.lane_frame_s == 0.012, "one window's time says nothing of the lanes"
+    calls = []
+
+    def decode(ranges):
+        calls.append(ranges)
+        time.sleep(0.001 * max(b - a for a, b in ranges) / (1 if len(ranges) == 1 else 0.75))
+        return [np.zeros(1)] * len(ranges)
+
+    measured = DecodeSpeed.measure(decode, 160, lanes=2)
+    assert measured.frame_s == pytest.approx(0.001, rel=0.3)
+    assert measured.lane_frame_s == pytest.approx(0.001 / 0.75, rel=0.3)
+    assert max(b for ranges in calls for _, b in ranges) <= 160
+
+
+class FixedSpeed(DecodeSpeed):
+    """A decoder speed that does not follow the machine: the same steps on every run."""
+
+    def observe(self, decoded, seconds) -> None:
+        pass
+
+
+def test_budgeted_streaming_stays_close_to_whole_segment_audio(engine):
+    """The steps a tight or loose budget picks (the floor of MIN_STEP_FRAMES, or the largest), after a
+    first window stretched to cover 0.3 s, stream audio close to whole-segment audio, without clicks."""
+    speed = FixedSpeed(call_s=0.0, frame_s=0.008, lane_frame_s=0.012)
+    for text, budget in ((SENTENCE, 0.33), (SENTENCES[2], 0.5), (SENTENCE, 30.0)):  # 0.33 s: the floor
+        _, feats = features(engine, text)
+        whole = engine.decode(feats, 0, feats.frames)
+        windows = WindowedDecode(
+            lambda ranges, feats=feats: engine.decode_windows(feats, ranges),
+            feats.frames,
+            SAMPLES_PER_FRAME,
+            engine.window_plan,
+            speed,
+        )
+        pieces = [windows.next(None if not windows.started else budget, cover_s=0.3)]
+        while not windows.done:
+            pieces.append(windows.next(budget))
+        audio = np.concatenate(pieces)
+        seams = [stop * SAMPLES_PER_FRAME for _, stop in windows.windows[:-1]]
+        assert len(audio) == len(whole) and len(seams) >= 2, (text, windows.windows)
+        # Long steps (a listener seconds ahead) are closer to whole-segment audio than the fixed plan
+        # (measured 0.07-0.19 against 0.12-0.29); short ones, near a gap, further: 0.24-0.37 on the four
+        # sentences with steps of 24-28 frames (Whisper hears them the same: the WER test below).
+        bound = 0.35 if budget > 1.0 else 0.4
+        assert mel_distance(whole, audio) < bound, (text, budget, mel_distance(whole, audio))
+        # Budgeted seams fall anywhere, also on a jump in the speech itself (measured: 1.04 streamed
+        # where whole-segment audio has 1.01 at the same place), so the bound is the speech's own.
+        clicks, in_speech = seam_click_ratio(audio, seams), seam_click_ratio(whole, seams)
+        assert clicks < max(1.0, in_speech + 0.1), (text, budget, clicks, in_speech)
 
 
 def test_windows_decoded_side_by_side_equal_the_same_windows_decoded_one_after_another(engine):
@@ -200,3 +302,32 @@ def test_streaming_keeps_the_word_error_rate(engine):
     wer_whole = word_error_rate(reference, " ".join(heard_whole))
     wer_streamed = word_error_rate(reference, " ".join(heard_streamed))
     assert wer_streamed <= wer_whole + 0.02, (wer_whole, wer_streamed, heard_streamed)
+
+
+@pytest.mark.asr
+def test_the_shortest_budgeted_steps_keep_the_word_error_rate(engine):
+    """A listener always about to run out gets every step at the floor (MIN_STEP_FRAMES): the words must
+    still be heard as in whole-segment audio."""
+    from tests.support.asr import transcribe, word_error_rate
+    from tts.encoders import float_to_pcm16
+
+    speed = FixedSpeed(call_s=0.0, frame_s=0.008, lane_frame_s=0.012)
+    heard_whole, heard_budgeted = [], []
+    for text in SENTENCES:
+        _, feats = features(engine, text)
+        windows = WindowedDecode(
+            lambda ranges, feats=feats: engine.decode_windows(feats, ranges),
+            feats.frames,
+            SAMPLES_PER_FRAME,
+            engine.window_plan,
+            speed,
+        )
+        pieces = [windows.next()]
+        while not windows.done:
+            pieces.append(windows.next(0.33))  # the floor fits, nothing longer does (0.32 s predicted)
+        heard_whole.append(transcribe(float_to_pcm16(engine.decode(feats, 0, feats.frames))))
+        heard_budgeted.append(transcribe(float_to_pcm16(np.concatenate(pieces))))
+    reference = " ".join(SENTENCES)
+    wer_whole = word_error_rate(reference, " ".join(heard_whole))
+    wer_budgeted = word_error_rate(reference, " ".join(heard_budgeted))
+    assert wer_budgeted <= wer_whole + 0.02, (wer_whole, wer_budgeted, heard_budgeted)

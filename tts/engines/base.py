@@ -4,8 +4,9 @@ rules that do not depend on the engine.
 An engine turns text into phoneme-token segments (espeak-ng G2P in `g2p.py`, at most 510 tokens each, cut
 at clause boundaries) and one segment into float32 audio at 24 kHz: `features` (the text side) then
 `decode` (the decoder over any run of the segment's frames), which `windowed` drives one step of windows
-per call (`windows.py`). The scheduler sees only this interface, so both engines get the same
-round-robin, cancel, window and segment rules.
+per call (`windows.py`). Asked for word timings, `timed_segments` also says which written word each
+phoneme token is heard as, and `Features.durations` how long each lasts (`timings.py`). The scheduler
+sees only this interface, so both engines get the same scheduling, cancel, window and segment rules.
 
 Style row: the voice pack row is picked by token count the way the model's authors do (hexgrad's
 KPipeline: `pack[len(phonemes) - 1]`; kokoro-onnx 0.6.1, the peer in the benchmarks, does the same).
@@ -26,9 +27,12 @@ import numpy as np
 
 from tts.config import MAX_PHONEME_TOKENS
 from tts.engines.g2p import Phonemizer, split_tokens
-from tts.engines.windows import SAMPLES_PER_FRAME, WindowedDecode, WindowPlan
+from tts.engines.timings import WordTokens, word_tokens
+from tts.engines.windows import SAMPLES_PER_FRAME, DecodeSpeed, WindowedDecode, WindowPlan
 
 WARMUP_TEXT = "Warming up the voice."
+# Long enough (about 160 frames) for `DecodeSpeed.measure` to time a 64-frame window and two lanes of 48.
+SPEED_TEXT = "The decoder is timed on this sentence once, so that every step is sized for this machine."
 
 
 class SynthesisCancelled(Exception):
@@ -60,6 +64,7 @@ class Features[Array]:
     energy: Array  # [1, 2 * frames] energy curve (hexgrad's `N`)
     style: Array  # [1, 256] the style row; the decoder reads its first 128 values
     source_phase: np.ndarray  # [2 * frames + 1, 9] float64: harmonic phase (turns / 300) before each F0 step
+    durations: np.ndarray  # [tokens + 2] int64: frames per token, the two pads included; sums to `frames`
 
     @property
     def frames(self) -> int:
@@ -86,6 +91,7 @@ class SpeechEngine[Array](ABC):
     voices: dict[str, np.ndarray]
     load_seconds: float
     window_plan: WindowPlan
+    decode_speed: DecodeSpeed | None = None  # measured by `warm_up`
 
     def __init__(self, vocab: dict[str, int]) -> None:
         self._vocab = vocab
@@ -133,6 +139,7 @@ class SpeechEngine[Array](ABC):
             features.frames,
             SAMPLES_PER_FRAME,
             plan or self.window_plan,
+            self.decode_speed,
         )
 
     def synthesize(
@@ -142,10 +149,20 @@ class SpeechEngine[Array](ABC):
         SynthesisCancelled once `run_flag.terminate` is set from another thread."""
         return self.decode(self.features(tokens, voice, speed, run_flag), run_flag=run_flag)
 
+    def _phonemes(self, text: str, lang: str) -> str:
+        """The G2P of `text`, kept to the characters the model has tokens for."""
+        return "".join(ch for ch in self.phonemizer.phonemize(text, lang) if ch in self._vocab)
+
     def segments(self, text: str, lang: str) -> list[list[int]]:
         """Phonemize and split into token lists of at most 510 tokens, cut at clause boundaries."""
-        phonemes = "".join(ch for ch in self.phonemizer.phonemize(text, lang) if ch in self._vocab)
-        return [[self._vocab[ch] for ch in piece] for piece in split_tokens(phonemes, MAX_PHONEME_TOKENS)]
+        pieces = split_tokens(self._phonemes(text, lang), MAX_PHONEME_TOKENS)
+        return [[self._vocab[ch] for ch in piece] for piece in pieces]
+
+    def timed_segments(self, written: str, spoken: str, lang: str) -> list[tuple[list[int], WordTokens]]:
+        """`segments(spoken)`, each with the written token every phoneme token is heard as, where
+        `spoken` is `speech_text(written)` (`timings.py`)."""
+        pieces = word_tokens(written, lang, self._phonemes(spoken, lang), lambda w: self._phonemes(w, lang))
+        return [([self._vocab[ch] for ch in piece], words) for piece, words in pieces]
 
     def speak(self, text: str, voice: str, speed: float = 1.0, lang: str = "en-us") -> np.ndarray:
         """Whole text to audio, segment after segment (for tools and benchmarks, not the server path)."""
@@ -153,7 +170,12 @@ class SpeechEngine[Array](ABC):
         return np.concatenate(parts) if parts else np.zeros(0, np.float32)
 
     def warm_up(self, voice: str) -> float:
-        """Run one short synthesis so the first real request does not pay for lazy initialisation."""
+        """Run one short synthesis so the first real request does not pay for lazy initialisation, then
+        time the decoder for the window plan (`DecodeSpeed.measure`)."""
         started = time.perf_counter()
         self.speak(WARMUP_TEXT, voice)
+        features = self.features(self.segments(SPEED_TEXT, "en-us")[0], voice, 1.0)
+        self.decode_speed = DecodeSpeed.measure(
+            lambda ranges: self.decode_windows(features, ranges), features.frames, self.window_plan.lanes
+        )
         return time.perf_counter() - started

@@ -4,6 +4,9 @@ SageMaker starts one (`docker run IMAGE serve`).
 - Run: the image's port 8080 is published on the emulator's host address at a port Docker picks, the
   model data is mounted read-only at /opt/ml/model, the model's `Environment` is the container's.
   The bidirectional capability is read from the image label.
+- GPUs: a container whose environment asks for CUDA (`TTS_PROVIDER=cuda`, as the deploy's GPU
+  endpoint does) gets every GPU (`--gpus all`) when the engine has the NVIDIA runtime; otherwise it runs
+  on the CPU with `TTS_PROVIDER=cpu`, and one line in the replica's log names that override.
 - Ownership: every container carries the labels `OWNER_HOME` (the emulator's home), `OWNER_INSTANCE`
   (this runtime's id) and `OWNER_PID`. `remove_leftovers(home)`, run when a docker emulator starts and
   by `python -m emulator down`, removes the containers of an emulator with the same home whose process
@@ -30,6 +33,7 @@ from typing import Any
 
 import docker
 import docker.errors
+import docker.types
 from docker.models.containers import Container
 
 from emulator.config import ImageSpec
@@ -45,6 +49,7 @@ OWNER_PID = "voice-agent-aws.emulator.pid"
 REPLICA_LABEL = "voice-agent-aws.emulator.replica"
 CONTAINER_PORT = "8080/tcp"
 POLL_S = 5.0
+GPU_VARIABLE = "TTS_PROVIDER"
 """How often a replica's state is inspected in case an exit event was missed."""
 
 
@@ -128,6 +133,27 @@ class DockerRuntime:
         self._replicas: dict[str, DockerReplica] = {}
         self._events: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._has_gpu: bool | None = None
+
+    def has_gpu(self) -> bool:
+        """The engine can give containers a GPU (`docker info` lists the NVIDIA runtime); read once."""
+        if self._has_gpu is None:
+            self._has_gpu = "nvidia" in (self.client.info().get("Runtimes") or {})
+        return self._has_gpu
+
+    def gpu_settings(self, environment: dict[str, str], log_path: Path) -> dict[str, Any]:
+        """`--gpus all` for a container that asks for CUDA, or its CPU override, said in its log."""
+        if environment.get(GPU_VARIABLE) != "cuda":
+            return {}
+        if self.has_gpu():
+            return {"device_requests": [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]}
+        environment[GPU_VARIABLE] = "cpu"
+        line = f"emulator: no GPU in this Docker engine, so {GPU_VARIABLE}=cuda is overridden to cpu"
+        log.warning("%s: %s", log_path.stem, line)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("a") as out:
+            out.write(line + "\n")
+        return {}
 
     @property
     def client(self) -> docker.DockerClient:
@@ -177,6 +203,7 @@ class DockerRuntime:
 
         spec = resolve_image(self.images, request.image)
         environment = dict(request.environment)
+        gpus = await asyncio.to_thread(self.gpu_settings, environment, request.log_path)
         network: dict[str, Any] = {"ports": {CONTAINER_PORT: (self.host, None)}}
         host_port = None
         if spec is not None and spec.listen_variables is not None:
@@ -188,16 +215,19 @@ class DockerRuntime:
             if bundle:
                 volumes[bundle] = {"bind": bundle, "mode": "ro"}
 
+        name = f"{request.replica_id}-{self.instance[:8]}"
+
         def run() -> Container:
             container = self.client.containers.run(
                 request.image,
                 list(request.args),
                 detach=True,
-                name=f"{request.replica_id}-{self.instance[:8]}",
+                name=name,
                 volumes=volumes,
                 environment=environment,
                 labels=labels,
                 **network,
+                **gpus,
             )
             container.reload()
             return container
@@ -207,6 +237,8 @@ class DockerRuntime:
         except docker.errors.ImageNotFound:
             raise RuntimeUnavailable(f"image {request.image} is not available locally") from None
         except docker.errors.APIError as exc:
+            # `docker run` creates the container before starting it; one that cannot start stays behind.
+            await asyncio.to_thread(self._remove_named, name)
             raise RuntimeUnavailable(f"docker run {request.image} failed: {exc.explanation or exc}") from exc
         if host_port is None:
             bindings = (container.attrs["NetworkSettings"]["Ports"] or {}).get(CONTAINER_PORT) or []
@@ -221,6 +253,10 @@ class DockerRuntime:
         if code is not None and not replica.exited.done():
             replica.exited.set_result(code)
         return replica
+
+    def _remove_named(self, name: str) -> None:
+        with contextlib.suppress(docker.errors.DockerException):
+            self.client.containers.get(name).remove(force=True)
 
     def forget(self, container_id: str) -> None:
         self._replicas.pop(container_id, None)

@@ -135,8 +135,8 @@ class OnnxEngine(SpeechEngine[np.ndarray]):
             STYLE: style,
             "speed": np.array([speed], dtype=np.float32),
         }
-        asr, f0, energy = self._run(self._text, feeds, run_flag)
-        return Features(asr, f0, energy, style, source_phase(f0))
+        asr, f0, energy, durations = self._run(self._text, feeds, run_flag)
+        return Features(asr, f0, energy, style, source_phase(f0), durations.reshape(-1).astype(np.int64))
 
     def decode(
         self,

@@ -6,8 +6,10 @@ hands the decoder four tensors, whose names keep the torch module paths:
 - `asr` [1, 512, frames]: text-encoder features aligned to the predicted durations;
 - `F0` and `N` [1, 2 * frames]: the predicted pitch and energy curves;
 - `style` [1, 256] (the decoder reads its first 128 values).
-`onnx.utils.Extractor` cuts the graph there into `tokens, style, speed -> asr, F0, N` (the text side,
-about 5% of the work) and `asr, F0, N, style -> audio` (the decoder: 600 samples per frame at 24 kHz).
+`onnx.utils.Extractor` cuts the graph there into `tokens, style, speed -> asr, F0, N, durations` (the
+text side, about 5% of the work; `durations` [1, tokens]: the duration predictor's frames per token, at
+the asked speed, from which `asr` was aligned) and `asr, F0, N, style -> audio` (the decoder: 600
+samples per frame at 24 kHz).
 Both keep the export's int8 weights unchanged; run back to back they give the whole graph's output
 bit for bit.
 
@@ -39,6 +41,7 @@ from tts.engines.windows import HARMONICS
 ASR = "/encoder/MatMul_1_output_0"
 F0 = "/encoder/Reshape_output_0"
 N = "/encoder/Reshape_1_output_0"
+DURATIONS = "/encoder/Cast_output_0"  # round(durations / speed) clipped to >= 1, as int64
 STYLE = "style"
 PHASE = "phase"
 _CUMSUM = "/decoder/decoder/generator/m_source/l_sin_gen/CumSum_output_0"
@@ -107,11 +110,13 @@ def _build(source: Path, split: SplitModel) -> None:
 
     model = onnx.load(str(source))
     names = {out for node in model.graph.node for out in node.output}
-    missing = [name for name in (ASR, F0, N) if name not in names]
+    missing = [name for name in (ASR, F0, N, DURATIONS) if name not in names]
     if missing:
-        raise GraphSplitError(f"{source.name} lacks the decoder inputs {missing}; not a Kokoro v1.0 export")
+        raise GraphSplitError(
+            f"{source.name} lacks the tensors {missing} it is cut at; not a Kokoro v1.0 export"
+        )
     extractor = onnx.utils.Extractor(model)
-    text = extractor.extract_model(["tokens", STYLE, "speed"], [ASR, F0, N])
+    text = extractor.extract_model(["tokens", STYLE, "speed"], [ASR, F0, N, DURATIONS])
     decoder = extractor.extract_model([ASR, F0, N, STYLE], ["audio"])
     _add_phase_input(decoder)
     matmul_decoder = copy.deepcopy(decoder)

@@ -129,6 +129,7 @@ class TorchEngine(SpeechEngine[torch.Tensor]):
             energy=energy,
             style=style,
             source_phase=source_phase(f0.float().cpu().numpy()),
+            durations=durations.cpu().numpy(),
         )
 
     def features(

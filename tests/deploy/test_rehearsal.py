@@ -1,0 +1,100 @@
+"""`python -m deploy aws --target local` end to end: the synthesized stacks applied to an emulator started
+with no resources (compose/empty.yaml), the GPU image built from the asset manifest and served on the
+CPU, then `agent-infra demo` against the rehearsed runtime's ARN, then destroy, which leaves no
+container, image tag or record behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+
+from emulator.controller.runtimes.docker import OWNER_HOME
+
+pytest.importorskip("aws_cdk", reason="aws-cdk-lib is the `cdk` extra")
+
+pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.gpu_image, pytest.mark.cdk]
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+
+
+@pytest.fixture
+def emulator_home(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """An empty docker emulator on free ports; the environment that finds it (and the rehearsal dir)."""
+    env = dict(
+        os.environ, EMULATOR_HOME=str(tmp_path / "emulator"), DEPLOY_REHEARSAL_DIR=str(tmp_path / "rh")
+    )
+    up = [PYTHON, "-m", "emulator", "up", "--runtime", "docker", "--detach", "-f", "compose/empty.yaml"]
+    subprocess.run([*up, "--http-port", "0", "--h2-port", "0"], cwd=REPO, env=env, check=True, timeout=600)
+    try:
+        yield env
+    finally:
+        subprocess.run([PYTHON, "-m", "emulator", "down"], cwd=REPO, env=env, check=False, timeout=120)
+
+
+def run(argv: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    print(result.stdout[-4000:], result.stderr[-4000:])
+    return result
+
+
+# Measured on the 2-core machine with the GPU image's layers cached: about 2 min to deploy (the image's
+# last layers, the model load on the CPU), 1 min for the demo, 45 s to destroy; from nothing add ~9 min.
+@pytest.mark.timeout(2400)
+def test_rehearsal_deploys_speaks_and_destroys(
+    emulator_home: dict[str, str], torch_model_dir: Path, tmp_path: Path
+):
+    env = emulator_home
+    deploy = [PYTHON, "-m", "deploy"]
+    aws = run(
+        [
+            *deploy, "aws", "--target", "local",
+            "--model-dir", str(torch_model_dir),
+            "--outdir", str(tmp_path / "cdk.out"),
+            "--max-instance-count", "2",
+            "--wait-delay", "2", "--wait-timeout", "900",
+        ],
+        env,
+        timeout=1800,
+    )  # fmt: skip
+    assert aws.returncode == 0, aws.stderr
+    assert "the rehearsal builds and runs a linux/amd64 build of agent/Dockerfile instead" in aws.stdout
+    assert "not honoured by the emulator: InferenceAmiVersion" in aws.stdout
+    assert "ScalableTarget: recorded, not applied" in aws.stdout
+
+    status = run([*deploy, "status", "--target", "local"], env, timeout=120)
+    assert status.returncode == 0, status.stdout + status.stderr
+
+    logs = run([PYTHON, "-m", "emulator", "logs", "-n", "400"], env, timeout=60)
+    assert "TTS_PROVIDER=cuda is overridden to cpu" in logs.stdout
+
+    record = json.loads((Path(env["DEPLOY_REHEARSAL_DIR"]) / "rehearsal.json").read_text())
+    arn = record["stacks"]["VoiceAgent-Runtime"]["outputs"]["RuntimeArn"]
+    images = [tag for stack in record["stacks"].values() for tag in stack["images"]]
+    emulator_env = json.loads(run([PYTHON, "-m", "emulator", "env", "--json"], env, timeout=60).stdout)
+    demo = run(
+        [PYTHON, "-m", "agent.demo", "--endpoint-url", arn, "--runs", "1", "--json"],
+        env | emulator_env,
+        timeout=600,
+    )
+    assert demo.returncode == 0, demo.stderr
+    summary = json.loads(demo.stdout)
+    assert summary["bidi"]["ttfa_ms"] > 0 and summary["batch"]["ttfa_ms"] > 0
+
+    destroy = run([*deploy, "destroy", "--target", "local"], env, timeout=600)
+    assert destroy.returncode == 0, destroy.stderr
+    assert "nothing left" in destroy.stdout
+    client = docker.from_env()
+    left = client.containers.list(
+        all=True, filters={"label": f"{OWNER_HOME}={Path(env['EMULATOR_HOME']).resolve()}"}
+    )
+    assert left == []
+    assert [tag for tag in images if client.images.list(name=tag)] == []
+    assert not (Path(env["DEPLOY_REHEARSAL_DIR"]) / "rehearsal.json").exists()

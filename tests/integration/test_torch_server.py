@@ -19,7 +19,12 @@ def tts_server(torch_tts_server):
 
 def test_ping_names_the_torch_engine_and_its_device(tts_server):
     body = httpx.get(f"{tts_server.http}/ping", timeout=10).json()
-    assert body == {"status": "ok", "engine": "torch", "device": "cpu"}
+    assert {key: body[key] for key in ("status", "engine", "device")} == {
+        "status": "ok",
+        "engine": "torch",
+        "device": "cpu",
+    }
+    assert set(body["load"]) == {"sessions", "capacity", "saturated"}
 
 
 test_two_sentences_on_one_session = core.test_two_sentences_on_one_session

@@ -6,6 +6,7 @@ espeak-ng is not thread-safe, so one lock guards every call into it.
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import espeakng_loader
@@ -19,6 +20,12 @@ EspeakWrapper.set_data_path(espeakng_loader.get_data_path())
 
 # Cut preferences for an over-long segment: sentence ends first, then clauses, then any space.
 _CUT_CLASSES = (".!?…", ";:", ",—", " ")
+
+
+# phonemizer warns "words count mismatch" whenever espeak joins words ("of a" is one phoneme word): the
+# phonemes are right, and the line came with every sentence the word timings phonemize. Errors still show.
+_ESPEAK_LOG = logging.getLogger("tts.engines.g2p.espeak")
+_ESPEAK_LOG.setLevel(logging.ERROR)
 
 
 class UnknownLanguage(ValueError):
@@ -41,7 +48,11 @@ class Phonemizer:
         backend = self._backends.get(lang)
         if backend is None:
             backend = EspeakBackend(
-                language=lang, preserve_punctuation=True, with_stress=True, language_switch="remove-flags"
+                language=lang,
+                preserve_punctuation=True,
+                with_stress=True,
+                language_switch="remove-flags",
+                logger=_ESPEAK_LOG,
             )
             self._backends[lang] = backend
         return backend

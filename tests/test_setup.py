@@ -34,7 +34,7 @@ def test_tox_has_every_environment_the_readme_names() -> None:
         [sys.executable, "-m", "tox", "config", "-e", "integration", "-k", "commands", "runner"], timeout=60
     )
     assert shown.returncode == 0, shown.stderr
-    assert "pytest -m integration" in shown.stdout
+    assert "pytest -m 'integration and not gpu_image'" in shown.stdout  # the GPU image: tox -e gpu-image
     assert "uv-venv" in shown.stdout, "tox-uv makes the environments (packages linked from uv's cache)"
 
 

@@ -142,20 +142,24 @@ class FixedSpeed(DecodeSpeed):
         pass
 
 
+def timed_decode(engine, feats) -> WindowedDecode:
+    """The engine's windowed decode of `feats`, its steps sized by a decoder speed fixed by the test."""
+    return WindowedDecode(
+        lambda ranges: engine.decode_windows(feats, ranges),
+        feats.frames,
+        SAMPLES_PER_FRAME,
+        engine.window_plan,
+        FixedSpeed(call_s=0.0, frame_s=0.008, lane_frame_s=0.012),
+    )
+
+
 def test_budgeted_streaming_stays_close_to_whole_segment_audio(engine):
     """The steps a tight or loose budget picks (the floor of MIN_STEP_FRAMES, or the largest), after a
     first window stretched to cover 0.3 s, stream audio close to whole-segment audio, without clicks."""
-    speed = FixedSpeed(call_s=0.0, frame_s=0.008, lane_frame_s=0.012)
     for text, budget in ((SENTENCE, 0.33), (SENTENCES[2], 0.5), (SENTENCE, 30.0)):  # 0.33 s: the floor
         _, feats = features(engine, text)
         whole = engine.decode(feats, 0, feats.frames)
-        windows = WindowedDecode(
-            lambda ranges, feats=feats: engine.decode_windows(feats, ranges),
-            feats.frames,
-            SAMPLES_PER_FRAME,
-            engine.window_plan,
-            speed,
-        )
+        windows = timed_decode(engine, feats)
         pieces = [windows.next(None if not windows.started else budget, cover_s=0.3)]
         while not windows.done:
             pieces.append(windows.next(budget))
@@ -311,17 +315,10 @@ def test_the_shortest_budgeted_steps_keep_the_word_error_rate(engine):
     from tests.support.asr import transcribe, word_error_rate
     from tts.encoders import float_to_pcm16
 
-    speed = FixedSpeed(call_s=0.0, frame_s=0.008, lane_frame_s=0.012)
     heard_whole, heard_budgeted = [], []
     for text in SENTENCES:
         _, feats = features(engine, text)
-        windows = WindowedDecode(
-            lambda ranges, feats=feats: engine.decode_windows(feats, ranges),
-            feats.frames,
-            SAMPLES_PER_FRAME,
-            engine.window_plan,
-            speed,
-        )
+        windows = timed_decode(engine, feats)
         pieces = [windows.next()]
         while not windows.done:
             pieces.append(windows.next(0.33))  # the floor fits, nothing longer does (0.32 s predicted)

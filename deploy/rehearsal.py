@@ -172,7 +172,6 @@ class LocalToolkit:
                     "images": sorted(images.values()),
                     "undo": [vars(call) for call in result.undo],
                     "outputs": result.outputs,
-                    "recorded": result.recorded,
                     "unhonoured": result.unhonoured,
                 }
                 record["exports"] = scope.exports

@@ -13,6 +13,8 @@ What CloudFormation would do with `<stack>.template.json`, done by `apply_stack`
 - An S3 bucket is a directory under `LocalAssets.bucket_root`; the BucketDeployment custom resource
   copies its staged source (the `asset.<hash>` directory of the cloud assembly) under its key prefix,
   exactly the files the Lambda would upload.
+- Autoscaling (the scalable target, its policy) goes to the emulator's Application Auto Scaling, which
+  records it and shows it in `emulator status` but does not scale.
 - What the emulator cannot honour (IAM policies, bucket settings, the AMI, autoscaling, tags, ...) is
   listed in `StackResult.unhonoured`, one line per resource, never dropped without a word.
 
@@ -139,8 +141,6 @@ class StackResult:
     undo: list[Call] = field(default_factory=list)
     unhonoured: list[str] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)
-    recorded: list[dict[str, Any]] = field(default_factory=list)
-    """What is kept but not applied (autoscaling), as the template has it, resolved."""
 
 
 # The resource properties the emulator does something with; every other one is listed as unhonoured.
@@ -165,6 +165,9 @@ RUNTIME_HONOURED = {
     "Tags",
 }
 NOT_RESOURCES = {"AWS::CDK::Metadata"}
+SCALING_KEY = ("ResourceId", "ScalableDimension", "ServiceNamespace")
+"""What names a scalable target, in the order of CloudFormation's Ref of one."""
+SCALING_CONFIGURATIONS = ("TargetTrackingScalingPolicyConfiguration", "StepScalingPolicyConfiguration")
 
 
 def local_image(uri: str, assets: LocalAssets) -> str:
@@ -267,13 +270,10 @@ class _Applier:
             self.result.unhonoured += _ignored(
                 "Endpoint", logical, props, {"EndpointName", "EndpointConfigName"}
             )
-        elif kind in {
-            "AWS::ApplicationAutoScaling::ScalableTarget",
-            "AWS::ApplicationAutoScaling::ScalingPolicy",
-        }:
-            refs[logical] = self.name(logical, 255)
-            self.result.recorded.append({"Type": kind, "LogicalId": logical, "Properties": props})
-            self.note(f"{kind} {logical}: recorded, not applied (the emulator does not autoscale)")
+        elif kind == "AWS::ApplicationAutoScaling::ScalableTarget":
+            self.scalable_target(logical, props)
+        elif kind == "AWS::ApplicationAutoScaling::ScalingPolicy":
+            self.scaling_policy(logical, props)
         elif kind == "AWS::BedrockAgentCore::Runtime":
             self.runtime(logical, props)
         elif kind == "AWS::BedrockAgentCore::RuntimeEndpoint":
@@ -295,6 +295,38 @@ class _Applier:
             )
         else:
             raise TemplateError(f"{self.stack}: the rehearsal cannot create {kind} ({logical})")
+
+    def scalable_target(self, logical: str, props: Mapping[str, Any]) -> None:
+        key = {name: props[name] for name in SCALING_KEY}
+        params = {**key, "MinCapacity": props["MinCapacity"], "MaxCapacity": props["MaxCapacity"]}
+        self.run(
+            Call("application-autoscaling", "register_scalable_target", params),
+            Call("application-autoscaling", "deregister_scalable_target", key),
+        )
+        # CloudFormation's Ref of a scalable target: "resource id|dimension|namespace".
+        self.scope.refs[logical] = "|".join(key[name] for name in SCALING_KEY)
+        self.note(
+            f"ScalableTarget {logical}: recorded, not applied (the emulator runs the variant's "
+            f"InitialInstanceCount; `emulator status` shows {params['MinCapacity']}..{params['MaxCapacity']})"
+        )
+        self.result.unhonoured += _ignored("ScalableTarget", logical, props, {*params})
+
+    def scaling_policy(self, logical: str, props: Mapping[str, Any]) -> None:
+        if "ScalingTargetId" in props:
+            key = dict(zip(SCALING_KEY, props["ScalingTargetId"].split("|"), strict=True))
+        else:
+            key = {name: props[name] for name in SCALING_KEY}
+        configured = {name: props[name] for name in SCALING_CONFIGURATIONS if name in props}
+        named = {**key, "PolicyName": props["PolicyName"]}
+        params = {**named, "PolicyType": props["PolicyType"], **configured}
+        self.run(
+            Call("application-autoscaling", "put_scaling_policy", params),
+            Call("application-autoscaling", "delete_scaling_policy", named),
+        )
+        self.scope.refs[logical] = props["PolicyName"]
+        self.note(f"ScalingPolicy {logical}: recorded, not applied (the emulator does not autoscale)")
+        honoured = {*SCALING_KEY, "ScalingTargetId", "PolicyName", "PolicyType", *SCALING_CONFIGURATIONS}
+        self.result.unhonoured += _ignored("ScalingPolicy", logical, props, honoured)
 
     def bucket_deployment(self, logical: str, props: Mapping[str, Any]) -> None:
         target = (

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from quart import Blueprint
 
-from emulator.controller.store import AgentRuntime, Deployment, Endpoint, Replica, Store
+from emulator.controller.store import AgentRuntime, Deployment, Endpoint, Replica, ScalableTarget, Store
 
 LOAD_TIMEOUT_S = 1.0  # a replica busy computing still answers /ping within milliseconds (event loop)
 
@@ -87,6 +87,28 @@ def runtime_status(rt: AgentRuntime) -> dict[str, Any]:
     }
 
 
+def scaling_status(target: ScalableTarget) -> dict[str, Any]:
+    """A recorded scalable target and its policies (the emulator does not apply them)."""
+    policies = []
+    for policy in target.policies.values():
+        metric = policy.configuration.get("PredefinedMetricSpecification") or {}
+        policies.append(
+            {
+                "name": policy.name,
+                "type": policy.policy_type,
+                "target": policy.configuration.get("TargetValue"),
+                "metric": metric.get("PredefinedMetricType", "custom" if policy.configuration else None),
+            }
+        )
+    return {
+        "resource": target.resource_id,
+        "dimension": target.dimension,
+        "min": target.min_capacity,
+        "max": target.max_capacity,
+        "policies": policies,
+    }
+
+
 async def replica_loads(store: Store) -> dict[str, Any]:
     """Replica id -> the `load` its `GET /ping` reports, for every ready endpoint replica that reports one."""
     ready = [
@@ -120,6 +142,7 @@ def status(store: Store, info: dict[str, Any], loads: dict[str, Any] | None = No
         "emulator": {**info, "now": time.time()},
         "endpoints": endpoints,
         "agent_runtimes": [runtime_status(rt) for rt in store.agent_runtimes.values()],
+        "autoscaling": [scaling_status(t) for t in store.scalable_targets.values()],
         "events": [asdict(e) for e in store.events.recent(50)],
     }
 

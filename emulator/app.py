@@ -1,7 +1,8 @@
 """The Quart app: every face of the emulator on one ASGI app.
 
 The same app serves both listeners (plain HTTP/1.1 and TLS h2); clients pick the face by URL:
-`POST /` + `X-Amz-Target` is the SageMaker control plane, `/endpoints/<name>/invocations*` the
+`POST /` + `X-Amz-Target` is the SageMaker control plane and Application Auto Scaling (recorded,
+not applied), `/endpoints/<name>/invocations*` the
 runtimes, `/model/<id>/converse*` Bedrock Runtime, `/runtimes/...` Bedrock AgentCore (control plane,
 and `/runtimes/<ARN>/invocations` its data plane), `/sts/` STS GetCallerIdentity, `/cloudformation/`
 the stacks of the agent runtimes, `/_emulator/status` the operator view. SigV4 (when keys
@@ -24,16 +25,18 @@ from emulator.agentcore.cloudformation import cloudformation_blueprint
 from emulator.agentcore.faces import agentcore_control_blueprint, agentcore_runtime_blueprint
 from emulator.agentcore.operations import AgentRuntimeControl
 from emulator.agentcore.sts import sts_blueprint
+from emulator.autoscaling.operations import TARGET_PREFIX, AutoScaling
 from emulator.bedrock.converse import bedrock_blueprint
 from emulator.config import EmulatorConfig
 from emulator.controller.routing import Router
 from emulator.controller.runtimes import Runtime
 from emulator.controller.store import Store
 from emulator.sagemaker.bidirectional import bidi_blueprint
-from emulator.sagemaker.control_plane import ControlPlane, control_plane_blueprint
+from emulator.sagemaker.control_plane import ControlPlane
 from emulator.sagemaker.invoke import classic_blueprint
 from emulator.wire import auth
 from emulator.wire.awserrors import AwsError, json_protocol_error
+from emulator.wire.awsjson import aws_json_blueprint
 
 logger = logging.getLogger("emulator.app")
 
@@ -57,7 +60,11 @@ def create_app(services: Services) -> Quart:
     # Streams live as long as the client keeps them open; bodies are bounded per face.
     app.config.update(BODY_TIMEOUT=None, RESPONSE_TIMEOUT=None, MAX_CONTENT_LENGTH=None)
     auth.install(app, services.config)
-    app.register_blueprint(control_plane_blueprint(services.control_plane))
+    control_planes = {
+        "SageMaker": services.control_plane.operations(),
+        TARGET_PREFIX: AutoScaling(services.config, services.store).operations(),
+    }
+    app.register_blueprint(aws_json_blueprint(control_planes))
     app.register_blueprint(classic_blueprint(services.config, services.router, services.http))
     app.register_blueprint(bidi_blueprint(services.config, services.router, services.runtime))
     app.register_blueprint(bedrock_blueprint(services.config, preload=services.preload_llm))

@@ -79,6 +79,7 @@ def client_env(config: EmulatorConfig, http_url: str, h2_url: str, ca: str) -> d
     akid, secret = next(iter(config.sigv4_keys.items()), ("test", "test"))
     return {
         "AWS_ENDPOINT_URL_SAGEMAKER": http_url,
+        "AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING": http_url,
         "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": http_url,
         "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2": h2_url,
         "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": http_url,

@@ -97,6 +97,21 @@ def format_status(status: dict[str, Any]) -> str:
             replicas.append(_replica_row(r, rt["name"]))
     if len(runtimes) > 1:
         out += ["", _table(runtimes)]
+    scaling = [["AUTOSCALING (recorded, not applied)", "MIN", "MAX", "POLICY", "METRIC", "TARGET"]]
+    for target in status.get("autoscaling", []):
+        for policy in target["policies"] or [{"name": "-", "metric": "-", "target": "-"}]:
+            scaling.append(
+                [
+                    target["resource"],
+                    str(target["min"]),
+                    str(target["max"]),
+                    policy["name"],
+                    str(policy["metric"]),
+                    str(policy["target"]),
+                ]
+            )
+    if len(scaling) > 1:
+        out += ["", _table(scaling)]
     failures = [
         f"  {item['name']}: {item['failure_reason']}"
         for item in [*status["endpoints"], *status.get("agent_runtimes", [])]

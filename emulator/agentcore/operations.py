@@ -21,13 +21,14 @@ import re
 import secrets
 import string
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from emulator.controller.reconcile import Controller
 from emulator.controller.store import AgentRuntime, Model, Replica, RuntimeEndpoint, Store
 from emulator.wire.awserrors import AwsError
+from emulator.wire.awsjson import Operation
 
 RUNTIME_NAME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 RUNTIME_ID_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,99}-[a-zA-Z0-9]{10}$")
@@ -36,8 +37,6 @@ ENDPOINT_NAME_RE = RUNTIME_NAME_RE
 DEFAULT_ENDPOINT = "DEFAULT"
 MAX_ENVIRONMENT = 50
 ID_ALPHABET = string.ascii_letters + string.digits
-
-Operation = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def iso(timestamp: float) -> str:

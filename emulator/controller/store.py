@@ -162,6 +162,32 @@ class AgentRuntime:
     healthy: bool = True
 
 
+@dataclass
+class ScalingPolicy:
+    name: str
+    arn: str
+    policy_type: str
+    """TargetTrackingScaling or StepScaling."""
+    configuration: dict[str, Any]
+    """The policy's configuration member, as the client sent it."""
+    created: float = field(default_factory=time.time)
+
+
+@dataclass
+class ScalableTarget:
+    """An Application Auto Scaling target: recorded and shown, never applied (the emulator runs the
+    instance count that the endpoint's config names)."""
+
+    namespace: str
+    resource_id: str
+    dimension: str
+    min_capacity: int
+    max_capacity: int
+    arn: str
+    created: float = field(default_factory=time.time)
+    policies: dict[str, ScalingPolicy] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Event:
     time: float
@@ -190,6 +216,8 @@ class Store:
     endpoints: dict[str, Endpoint] = field(default_factory=dict)
     agent_runtimes: dict[str, AgentRuntime] = field(default_factory=dict)
     """By agentRuntimeId."""
+    scalable_targets: dict[tuple[str, str, str], ScalableTarget] = field(default_factory=dict)
+    """By (service namespace, resource id, scalable dimension)."""
     events: EventLog = field(default_factory=EventLog)
 
 

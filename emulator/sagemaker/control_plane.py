@@ -1,19 +1,15 @@
 """The SageMaker control plane (awsJson1.1: `POST /`, `X-Amz-Target: SageMaker.<Operation>`).
 
 `ControlPlane` holds the operations as plain methods (dict in, dict out) so the YAML manifests go
-through exactly the code boto3 reaches; `control_plane_blueprint` is the HTTP face. Creating or
+through exactly the code boto3 reaches; emulator.wire.awsjson is the HTTP face. Creating or
 changing an endpoint only records desired state and wakes the controller, as in SageMaker:
 CreateEndpoint returns at once with the endpoint `Creating`.
 """
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable
 from typing import Any
-
-from quart import Blueprint, Response, request
 
 from emulator.config import EmulatorConfig
 from emulator.controller import modeldata
@@ -21,9 +17,8 @@ from emulator.controller.reconcile import Controller
 from emulator.controller.runtimes import Runtime, RuntimeUnavailable
 from emulator.controller.store import Deployment, Endpoint, Model, Store, new_deployment
 from emulator.sagemaker.requests import arn, parse_endpoint_config, parse_model, require_name
-from emulator.wire.awserrors import AwsError, json_protocol_error, render_errors, request_id, validation
-
-Operation = Callable[[dict[str, Any]], dict[str, Any]]
+from emulator.wire.awserrors import validation
+from emulator.wire.awsjson import Operation
 
 
 class ControlPlane:
@@ -270,36 +265,3 @@ def _variant_summaries(deployment: Deployment) -> list[dict[str, Any]]:
             }
         )
     return summaries
-
-
-def control_plane_blueprint(plane: ControlPlane) -> Blueprint:
-    bp = Blueprint("sagemaker_control_plane", __name__)
-    render_errors(bp, json_protocol_error)
-    operations = plane.operations()
-
-    @bp.post("/")
-    async def dispatch() -> Response:
-        raw = await request.get_data()
-        try:
-            service, _, operation = request.headers.get("X-Amz-Target", "").partition(".")
-            handler = operations.get(operation) if service == "SageMaker" else None
-            if handler is None:
-                raise AwsError(
-                    "UnknownOperationException", f"operation {operation or '(none)'} is not emulated"
-                )
-            try:
-                body = json.loads(raw or b"{}")
-            except (ValueError, RecursionError) as exc:  # not JSON, a huge integer, deep nesting
-                raise AwsError("SerializationException", f"request body is not JSON: {exc}") from exc
-            if not isinstance(body, dict):
-                raise AwsError("SerializationException", "request body must be a JSON object")
-            result = handler(body)
-        except AwsError as err:
-            return json_protocol_error(err)
-        return Response(
-            json.dumps(result),
-            content_type="application/x-amz-json-1.1",
-            headers={"x-amzn-RequestId": request_id()},
-        )
-
-    return bp

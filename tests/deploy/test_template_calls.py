@@ -191,9 +191,18 @@ def test_what_the_emulator_cannot_honour_is_listed(applied: dict[str, Any]):
     )
     assert "ScalableTarget: recorded, not applied" in lines and "ConcurrencyScaling: recorded" in lines
     assert "Model Model: not honoured by the emulator: Tags" in lines
-    scaling = {entry["LogicalId"]: entry["Properties"] for entry in endpoint.recorded}
-    assert scaling["ScalableTarget"]["MaxCapacity"] == 4
-    assert scaling["ConcurrencyScaling"]["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] == 3
+    recorder = applied["recorder"]
+    target = recorder.one("register_scalable_target")
+    key = {k: target[k] for k in ("ServiceNamespace", "ResourceId", "ScalableDimension")}
+    assert key == {
+        "ServiceNamespace": "sagemaker",
+        "ResourceId": "endpoint/kokoro-82m/variant/AllTraffic",
+        "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+    }
+    assert (target["MinCapacity"], target["MaxCapacity"]) == (1, 4)
+    policy = recorder.one("put_scaling_policy")  # its target named by the Ref of the scalable target
+    assert {k: policy[k] for k in key} == key and policy["PolicyType"] == "TargetTrackingScaling"
+    assert policy["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] == 3
     assert any(
         "IAM role ModelRole" in line for line in applied["results"]["KokoroSpeech-kokoro-82m-Base"].unhonoured
     )

@@ -21,6 +21,7 @@ STUDIES = {
     "engines": "the TTS engines side by side: ready time, real-time factor, first audio",
     "streaming": "streamed vs whole-segment decoding: first audio of 10-25 words; whole text vs kokoro-onnx",
     "gpu": "the torch engine on CUDA: load, RTF, first audio; 1, 4, 16 sessions (skipped without a GPU)",
+    "gpu_image": "the GPU image on --gpus all: first audio, RTF, VRAM, sessions at real time (needs a GPU)",
     "playback": "1-8 sessions at once, both transports: first audio and stalls of a real-time listener",
     "bargein": "an interrupt mid-answer: time to the last audio byte, to an idle container and model",
     "timestamps": "word timings vs Whisper's word alignment and the audio's onsets, held-out sentences",

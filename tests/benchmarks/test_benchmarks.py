@@ -13,7 +13,7 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 
-from benchmarks import gpu, report
+from benchmarks import gpu, gpu_image, report
 from benchmarks.container import peer_table, sessions_table, streaming_tables
 from benchmarks.framing import analyze
 from benchmarks.stats import median_ratio, spread
@@ -130,6 +130,19 @@ def test_the_gpu_study_draws_its_sessions(tmp_path: Path) -> None:
     report.save_figure(tmp_path, "gpu", gpu.plot(result), quick=False)
     image = matplotlib.image.imread(tmp_path / "gpu.png")
     assert image.shape[0] > 300 and image.shape[1] > 600, "a readable figure"
+
+
+def test_the_gpu_image_study_counts_the_sessions_that_held_real_time_and_draws_them(tmp_path: Path) -> None:
+    rows = [
+        {"sessions": n, "first_audio_s": _times(0.05 * n), "max_stall_s": stall}
+        for n, stall in ((1, 0.0), (2, 0.01), (4, 0.05), (8, 0.3))
+    ]
+    assert gpu_image.real_time_sessions(rows) == 4  # 50 ms is still real time, 300 ms is not
+    assert gpu_image.real_time_sessions(rows[3:]) == 0
+    result = {"gpu": "NVIDIA A10G, 550.127", "rtf": _times(0.02), "vram_mib": {"peak": 1800}}
+    result |= {"sessions": rows, "real_time_sessions": 4}
+    report.save_figure(tmp_path, "gpu_image", gpu_image.plot(result), quick=False)
+    assert matplotlib.image.imread(tmp_path / "gpu_image.png").shape[1] > 600
 
 
 def test_the_playback_listener_waits_only_for_audio_that_is_late() -> None:

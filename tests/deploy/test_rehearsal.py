@@ -71,6 +71,12 @@ def test_rehearsal_deploys_speaks_and_destroys(
 
     status = run([*deploy, "status", "--target", "local"], env, timeout=120)
     assert status.returncode == 0, status.stdout + status.stderr
+    shown = run([PYTHON, "-m", "emulator", "status"], env, timeout=60).stdout
+    assert "AUTOSCALING (recorded, not applied)" in shown
+    assert any(
+        line.split()[:3] == ["endpoint/kokoro-82m/variant/AllTraffic", "1", "2"]
+        for line in shown.splitlines()
+    )
 
     logs = run([PYTHON, "-m", "emulator", "logs", "-n", "400"], env, timeout=60)
     assert "TTS_PROVIDER=cuda is overridden to cpu" in logs.stdout

@@ -49,23 +49,16 @@ def plot(result: dict[str, Any]) -> report.Figure:
         columns=2,
         width=5,
     )
-    sessions = [str(r["sessions"]) for r in rows]
-    bars = rtf_ax.bar(sessions, [r["aggregate_rtf"] for r in rows], color=report.OURS)
-    report.label_bars(rtf_ax, bars, "{:.3f}")
-    rtf_ax.set(
-        title="aggregate real-time factor (lower is faster)", xlabel="concurrent sessions", ylabel="RTF"
-    )
-    bars = first_ax.bar(sessions, [r["first_audio_s"]["median"] * 1000 for r in rows], color=report.OURS)
-    report.label_bars(first_ax, bars)
-    first_ax.set(title="first audio, 10-word sentence (median)", xlabel="concurrent sessions", ylabel="ms")
+    rtf = [r["aggregate_rtf"] for r in rows]
+    report.session_bars(rtf_ax, rows, rtf, "aggregate real-time factor (lower is faster)", "RTF", "{:.3f}")
+    first = [r["first_audio_s"]["median"] * 1000 for r in rows]
+    report.session_bars(first_ax, rows, first, "first audio, 10-word sentence (median)", "ms")
     return fig
 
 
 def run(quick: bool, out: Path) -> dict[str, Any]:
-    reason = unavailable()
-    if reason:
-        print(f"skipping: {reason}")
-        return {"study": "gpu", "skipped": reason}
+    if reason := unavailable():
+        return report.skipped("gpu", reason)
     trials = 1 if quick else TRIALS
     config = replace(TTSConfig.from_env(), engine="torch", provider="cuda")
     engines = [measure_engine(config, trials)]

@@ -159,22 +159,17 @@ def plot(result: dict[str, Any]) -> report.Figure:
         columns=2,
         width=5,
     )
-    counts = [str(r["sessions"]) for r in rows]
-    bars = stall_ax.bar(counts, [r["max_stall_s"] * 1000 for r in rows], color=report.OURS)
-    report.label_bars(stall_ax, bars)
+    stalls = [r["max_stall_s"] * 1000 for r in rows]
+    report.session_bars(stall_ax, rows, stalls, "longest stall a listener heard", "ms")
     report.reference_line(stall_ax, STALL_LIMIT_S * 1000, "50 ms", color=report.TARGET)
-    stall_ax.set(title="longest stall a listener heard", xlabel="concurrent sessions", ylabel="ms")
-    bars = first_ax.bar(counts, [r["first_audio_s"]["median"] * 1000 for r in rows], color=report.OURS)
-    report.label_bars(first_ax, bars)
-    first_ax.set(title="first audio, whole answer (median)", xlabel="concurrent sessions", ylabel="ms")
+    first = [r["first_audio_s"]["median"] * 1000 for r in rows]
+    report.session_bars(first_ax, rows, first, "first audio, whole answer (median)", "ms")
     return fig
 
 
 def run(quick: bool, out: Path) -> dict[str, Any]:
-    reason = unavailable()
-    if reason:
-        print(f"skipping: {reason}")
-        return {"study": "gpu_image", "skipped": reason}
+    if reason := unavailable():
+        return report.skipped("gpu_image", reason)
     trials = 1 if quick else TRIALS
     gpu = subprocess.run(
         ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],

@@ -89,6 +89,26 @@ def label_bars(ax: Axes, bars: Any, fmt: str = "{:.0f}", *, horizontal: bool = F
         )
 
 
+def session_bars(
+    ax: Axes,
+    rows: Sequence[dict[str, Any]],
+    values: Sequence[float],
+    title: str,
+    unit: str,
+    fmt: str = "{:.0f}",
+) -> None:
+    """One labelled bar per row of a concurrent-sessions sweep (`row["sessions"]` on the x axis)."""
+    bars = ax.bar([str(row["sessions"]) for row in rows], values, color=OURS)
+    label_bars(ax, bars, fmt)
+    ax.set(title=title, xlabel="concurrent sessions", ylabel=unit)
+
+
+def skipped(study: str, reason: str) -> dict[str, Any]:
+    """A study this machine cannot run: says why, writes nothing."""
+    print(f"skipping: {reason}")
+    return {"study": study, "skipped": reason}
+
+
 def write(out: Path, study: str, result: dict[str, Any], fig: Figure, quick: bool) -> dict[str, Any]:
     """`out/<study>.json` (the result plus the machine and the mode) and `out/<study>.png`."""
     out.mkdir(parents=True, exist_ok=True)

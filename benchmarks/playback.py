@@ -26,11 +26,12 @@ import statistics
 import time
 import uuid
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import httpx
 import websockets
 
+from agent.listener import PCM_BYTES_PER_S, STALL_FLOOR_S, Arrival, listen
 from agent.tts_session import Audio, TTSSession
 from benchmarks import report
 from benchmarks.container import tts_process, websocket_url
@@ -40,10 +41,6 @@ from benchmarks.texts import PLAYBACK_ANSWERS
 LEVELS = (1, 2, 3, 4, 5, 6, 7, 8)
 QUICK_LEVELS = (1, 2, 3, 4)
 TRANSPORTS = ("websocket", "emulator")
-PCM_BYTES_PER_S = 48_000  # 24 kHz s16le mono
-# A wait shorter than this is the event loop's and the socket's jitter between two frames that were
-# sent back to back, not a gap a listener hears (frames are 100 ms of audio).
-STALL_FLOOR_S = 0.002
 TARGET_FIRST_AUDIO_MS = 400.0
 TARGET_MAX_STALL_MS = 50.0
 SESSION_TIMEOUT_S = 600.0
@@ -53,33 +50,22 @@ def sentences(text: str) -> list[str]:
     return re.split(r"(?<=[.?!]) ", text)
 
 
-class Arrival(NamedTuple):
-    at_s: float  # since the session's messages were sent
-    audio_s: float  # seconds of audio in the frame
-
-
 def playback(arrivals: list[Arrival]) -> dict[str, Any]:
-    """The listener's view of one session: a player that starts at the first audio and plays at real
-    time, waiting whenever the next audio has not arrived yet."""
+    """The listener's view of one session (agent.listener: a player that starts at the first audio and
+    plays at real time, waiting whenever the next audio has not arrived yet)."""
     if not arrivals:
         raise RuntimeError("the session ended without audio")
-    first = arrivals[0].at_s
-    played_until, heard_s = first, 0.0
-    stalls: list[tuple[float, float, float]] = []  # (wall time, audio heard before it, length)
-    for arrival in arrivals:
-        if arrival.at_s - played_until >= STALL_FLOOR_S:
-            stalls.append((played_until, heard_s, arrival.at_s - played_until))
-        played_until = max(played_until, arrival.at_s) + arrival.audio_s
-        heard_s += arrival.audio_s
+    heard = listen(arrivals)
+    stalls = heard.stalls
     return {
-        "first_audio_ms": round(first * 1000, 1),
-        "audio_s": round(heard_s, 3),
+        "first_audio_ms": round(heard.first_s * 1000, 1),
+        "audio_s": round(heard.audio_s, 3),
         "stalls": len(stalls),
-        "stall_s": round(sum(length for *_, length in stalls), 3),
-        "max_stall_ms": round(max((length for *_, length in stalls), default=0.0) * 1000, 1),
-        "first_stall_at_s": round(stalls[0][0], 3) if stalls else None,
-        "first_stall_after_audio_s": round(stalls[0][1], 3) if stalls else None,
-        "heard_by_s": round(played_until, 3),
+        "stall_s": round(heard.stall_s, 3),
+        "max_stall_ms": round(max((s.length_s for s in stalls), default=0.0) * 1000, 1),
+        "first_stall_at_s": round(stalls[0].at_s, 3) if stalls else None,
+        "first_stall_after_audio_s": round(stalls[0].after_audio_s, 3) if stalls else None,
+        "heard_by_s": round(heard.heard_by_s, 3),
     }
 
 

@@ -4,13 +4,15 @@ The target is a local URL (`http://127.0.0.1:8080`) or a deployed AgentCore runt
 through boto3 `bedrock-agentcore` `invoke_agent_runtime`). Times are taken where the events arrive:
 time to first text (first `text_delta`), time to first audio (first `audio_chunk`), answer complete
 (last `text_delta`), total (`agent_end`), each relative to the arrival of `agent_start`. The report
-says, per mode, how long before (bidi) or after (batch) the answer was complete speech began, and
-explains each term in one line before it uses it.
+says, per mode, how long before (bidi) or after (batch) the answer was complete speech began, what a
+listener who plays each chunk as it arrives would hear (stalls: agent.listener; PCM only, the format
+whose chunks say their own length), and explains each term in one line before it uses it.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import statistics
 import sys
@@ -21,6 +23,7 @@ from dataclasses import asdict, dataclass
 import httpx
 
 from agent.events import read_events
+from agent.listener import Arrival, listen
 
 # An answer of several sentences: bidi speaks the first while the model still writes the rest, which a
 # one-sentence answer cannot show (both modes then send the same sentence at the same moment).
@@ -47,6 +50,10 @@ class RunResult:
     total_ms: float
     chunks: int
     text: str
+    stall_s: float | None = None
+    """What the listener waited for audio, in all (None: not PCM, so chunk lengths are unknown)."""
+    heard: str = "stalls not measured (not PCM)"
+    """agent.listener's summary: `no stall`, or how many, how long, and the first one's place."""
 
     @property
     def lead_ms(self) -> float:
@@ -121,11 +128,12 @@ def run_once(target: str, mode: str, prompt: str, voice: str | None, audio_forma
         payload["format"] = audio_format
     session_id = f"demo-{mode}-{uuid.uuid4()}"  # a fresh conversation per run; AgentCore wants >= 33 chars
     started = first_text = last_text = first_audio = ended = None
-    audio_chunks, text = 0, ""
+    audio_chunks, text, pcm_rate, arrivals = 0, "", None, []
     for now, event in read_events(turn_chunks(target, payload, session_id)):
         kind = event.get("type")
         if kind == "agent_start":
             started = now
+            pcm_rate = event.get("sample_rate") if event.get("format") == "pcm" else None
         elif kind == "text_delta":
             first_text = first_text or now
             last_text = now
@@ -133,6 +141,8 @@ def run_once(target: str, mode: str, prompt: str, voice: str | None, audio_forma
         elif kind == "audio_chunk":
             first_audio = first_audio or now
             audio_chunks += 1
+            if pcm_rate:
+                arrivals.append(Arrival(now, len(base64.b64decode(event.get("data", ""))) / (2 * pcm_rate)))
         elif kind == "error":
             raise DemoError(f"{mode}: {event.get('code')}: {event.get('message')}")
         elif kind == "agent_end":
@@ -143,7 +153,11 @@ def run_once(target: str, mode: str, prompt: str, voice: str | None, audio_forma
     def ms(t: float) -> float:
         return round((t - started) * 1000, 1)
 
-    return RunResult(mode, ms(first_text), ms(first_audio), ms(last_text), ms(ended), audio_chunks, text)
+    times = (ms(first_text), ms(first_audio), ms(last_text), ms(ended))
+    if not arrivals:
+        return RunResult(mode, *times, audio_chunks, text)
+    heard = listen(arrivals)
+    return RunResult(mode, *times, audio_chunks, text, round(heard.stall_s, 3), heard.summary())
 
 
 def compare(
@@ -166,6 +180,8 @@ def compare(
             for key in ("ttfa_ms", "ttft_ms", "complete_ms", "total_ms", "chunks", "lead_ms")
         }
         summary[mode]["runs"] = [asdict(r) | {"lead_ms": r.lead_ms, "text": None} for r in rows]
+        worst = max(rows, key=lambda r: r.stall_s or 0.0)
+        summary[mode] |= {"stall_s": worst.stall_s, "heard": worst.heard}
     summary["ratio"] = round(summary["batch"]["ttfa_ms"] / summary["bidi"]["ttfa_ms"], 2)
     summary["text"] = results["bidi"][0].text
     return summary
@@ -189,6 +205,7 @@ GLOSSARY = (
     ("first audio", "when the first sound arrived: time to first audio (TTFA)"),
     ("complete", "when the answer's last words arrived"),
     ("chunks", "pieces of audio as they stream to the client (100 ms each for PCM)"),
+    ("stall", "a wait for audio by a listener who plays each chunk as it arrives, from the first"),
 )
 # A lead shorter than this is reported as speech beginning as the answer completed: the report shows
 # tenths of a second.
@@ -224,6 +241,8 @@ def report(summary: dict) -> str:
             f"{row['total_ms']:>7.0f}ms {row['chunks']:>7.0f}"
         )
     lines += [speech_lead(mode, summary[mode]["lead_ms"]) for mode in MODES]
+    worst = " (the worst run)" if runs > 1 else ""
+    lines += [f"{mode}: the listener heard {summary[mode]['heard']}{worst}" for mode in MODES]
     ratio = summary["ratio"]
     if ratio >= LEVEL:
         lines.append(f"bidi TTFA is {ratio:.1f}x faster than batch")

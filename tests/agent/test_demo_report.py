@@ -14,6 +14,7 @@ def summary(bidi_ms: float, batch_ms: float, runs: int = 3, complete_ms: float =
         "total_ms": 1900.0,
         "chunks": 26,
         "runs": [{}] * runs,
+        "heard": "no stall",
     }
     return {
         "bidi": {**row, "ttfa_ms": bidi_ms, "lead_ms": complete_ms - bidi_ms},
@@ -72,7 +73,7 @@ def test_every_term_is_explained_in_one_line_before_the_table_uses_it():
         line.split("  ")[1].strip(): i for i, line in enumerate(lines[:header]) if line.startswith("  ")
     }
     assert set(explained) == {term for term, _ in GLOSSARY}
-    assert {"bidi", "batch", "first text", "first audio", "complete", "chunks"} <= set(explained)
+    assert {"bidi", "batch", "first text", "first audio", "complete", "chunks", "stall"} <= set(explained)
     assert "TTFA" in lines[explained["first audio"]], "the closing line's TTFA is named where first audio is"
     for term in ("first text", "first audio", "complete", "chunks"):
         assert term in lines[header]
@@ -86,3 +87,16 @@ def test_a_run_s_lead_is_the_time_from_first_audio_to_the_answer_s_last_text():
         "batch", ttft_ms=300.0, ttfa_ms=4300.0, complete_ms=3500.0, total_ms=9500.0, chunks=90, text=""
     )
     assert bidi.lead_ms == 2600.0 and batch.lead_ms == -800.0
+
+
+def test_each_mode_says_what_its_listener_heard_in_the_worst_run():
+    figures = summary(800.0, 1840.0)
+    figures["bidi"]["heard"] = "1 stall, 0.21 s in all, the first after 0.3 s of audio"
+    lines = report(figures).splitlines()
+    assert (
+        "bidi: the listener heard 1 stall, 0.21 s in all, the first after 0.3 s of audio (the worst run)"
+        in lines
+    )
+    assert "batch: the listener heard no stall (the worst run)" in lines
+    one = summary(800.0, 1840.0, runs=1)
+    assert "bidi: the listener heard no stall" in report(one).splitlines()

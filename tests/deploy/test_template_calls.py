@@ -239,6 +239,8 @@ def test_undo_deletes_everything_made_in_reverse(applied: dict[str, Any]):
         ("sagemaker", "delete_model"),
         ("sagemaker", "delete_endpoint_config"),
         ("sagemaker", "delete_endpoint"),
+        ("application-autoscaling", "deregister_scalable_target"),
+        ("application-autoscaling", "delete_scaling_policy"),
         ("bedrock-agentcore-control", "delete_agent_runtime"),
         ("bedrock-agentcore-control", "delete_agent_runtime_endpoint"),
     ]

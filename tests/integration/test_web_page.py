@@ -21,6 +21,7 @@ import time
 import httpx
 import pytest
 
+from agent.listener import Arrival, listen
 from emulator.bedrock.smollm import prepare_model
 from emulator.config import EmulatorConfig
 from local_stack.stack import local_stack
@@ -125,6 +126,8 @@ def timeline_rows(page) -> list[dict]:
             textTicks: g.querySelectorAll('line.text-tick').length,
             completeMarks: g.querySelectorAll('line.complete').length,
             stopMarks: g.querySelectorAll('line.stop').length,
+            stalls: Number(g.dataset.stalls),
+            stallMarks: g.querySelectorAll('rect.stall').length,
             lead: g.querySelector('text.lead')?.textContent ?? null,
             firstAudioLabel: [...g.querySelectorAll('text')].map(t => t.textContent)
                 .find(t => t.startsWith('first audio')) ?? null,
@@ -199,6 +202,9 @@ def test_the_page_speaks_the_answer_and_draws_its_timeline(web):
     assert row["completeMarks"] == 1 and row["complete"] > 0
     assert_lead_matches(row)
     assert row["lead"] in page.inner_text("#metrics")
+    # where a listener would have waited for audio: a mark each, and the count in the metrics line
+    assert row["stallMarks"] == row["stalls"] >= 0
+    assert ("no stall" if row["stalls"] == 0 else f"{row['stalls']} stall") in page.inner_text("#metrics")
     for selector, prop in (
         ("rect.audio-piece", "fill"),
         ("line.text-tick", "stroke"),
@@ -206,6 +212,21 @@ def test_the_page_speaks_the_answer_and_draws_its_timeline(web):
     ):
         colour = page.eval_on_selector(f"#timeline {selector}", f"e => getComputedStyle(e).{prop}")
         assert contrast_on_white(colour) >= 3, (selector, colour)
+
+
+def test_the_page_hears_stalls_by_the_agent_s_listener_model(web):
+    """The page's `listen` (JavaScript) and agent.listener.listen give the same stalls for the same
+    arrivals: late audio, audio in time, jitter under the floor."""
+    page, errors = web
+    arrivals = [(200, 300), (700, 1000), (1600, 500), (2800, 100), (2901, 100), (3000, 100)]
+    seen = page.evaluate("(a) => listen(a.map(([at, ms]) => ({ at, ms })))", arrivals)
+    modelled = listen([Arrival(at / 1000, ms / 1000) for at, ms in arrivals])
+    assert not errors, errors
+    assert len(seen) == len(modelled.stalls) == 2
+    for js, py in zip(seen, modelled.stalls, strict=True):
+        assert (js["at"], js["heardMs"], js["ms"]) == pytest.approx(
+            (py.at_s * 1000, py.after_audio_s * 1000, py.length_s * 1000), abs=0.01
+        )
 
 
 def test_stop_is_live_during_leftover_playback_and_replay_plays_the_answer_again(web):

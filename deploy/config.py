@@ -40,11 +40,11 @@ MODEL_SOURCES = ("auto", "hub", "offline")
 TARGETS = ("aws", "local")
 DEFAULT_BEDROCK_MODEL_ID = AgentConfig.bedrock_model_id
 # Open sessions one replica keeps gap-free: the autoscaling target (deploy/stacks/endpoint.py). Measured
-# by `python -m benchmarks playback` (BENCHMARKS.md, "Playback") on the 2-core CPU replica, on a shared
-# machine: two sessions without a stall on both transports, three with one 150 ms stall through the
-# emulator, four all stalling; 3 is also what the replica itself claims there (`/ping` capacity). The
-# quiet rerun confirms or lowers it. The GPU replica is not measured yet; until `playback` runs there,
-# it scales on the CPU's figure: early rather than with gaps.
+# by `python -m benchmarks playback` (BENCHMARKS.md, "Playback") on the quiet 2-core CPU replica: one to
+# three sessions without a stall on both transports; four and five without a stall only because the
+# ones past three wait 3-4 s for first audio (the replica says it is saturated); six and more all
+# stalling. 3 is also what the replica itself claims (`/ping` capacity). The GPU replica is not measured
+# yet; until `playback` runs there, it scales on the CPU's figure: early rather than with gaps.
 GAP_FREE_SESSIONS_PER_INSTANCE = 3.0
 
 _ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")

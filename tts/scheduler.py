@@ -16,15 +16,18 @@ first audio and plays at real time: it runs out of audio at `runs_out_at` (the f
 the audio computed since, restarted from the moment of any step that came too late). The deadline of a
 session's next step is that moment; a session whose listener has nothing to play yet (a new session, or
 one whose last answer has played out) gets its first-audio target instead, its head job's arrival plus
-FIRST_AUDIO_TARGET_S. Every turn the worker takes the session with the earliest deadline (ties: the one
+FIRST_AUDIO_TARGET_S, plus one shortest step for each listener already playing (a late first audio is a
+longer wait before speech; a playing listener's gap is a stutter in it). Every turn the worker takes the session with the earliest deadline (ties: the one
 waiting longest). Sessions far ahead of their listeners have late deadlines, so they yield to every
 session closer to a gap, and run only when nobody nearer needs the engine. The step itself is sized to
 the time left (`WindowPlan.step`): the chosen session's slack, and no more than each other waiting
 session's slack divided by its place in the deadline order (the k-th must see k steps done before its
 own listener runs out), so one long step cannot make the next session stall; a listener that will
 wait whatever the step gets the fixed plan's step instead (the most audio per second of decoding). A
-session's first window is the configured one, stretched (up to twice: FIRST_STRETCH) until its
-audio outlasts one shortest step of every other session with work and its own next one.
+step that begins a segment first runs its text side, and the decoder gets what is left of the budget.
+A session's first window is the configured one, stretched (up to four times: FIRST_STRETCH) until its
+audio outlasts one turn of every other session with work (a playing one's shortest step, a new one's
+first turn: text side and first window, timed as they run) and its own next step.
 - No starvation: a waiting session's deadline stays where it is, while every step served moves the
   served session's deadline later by the audio it computed (a step after which the listener would
   already have run out restarts it from now), so every waiting session reaches the front.
@@ -59,7 +62,7 @@ from tts.config import SAMPLE_RATE
 from tts.encoders import float_to_pcm16
 from tts.engines.base import CancelFlag, RunFlag, SpeechEngine, SynthesisCancelled
 from tts.engines.timings import TimedWords, WordTokens
-from tts.engines.windows import FRAME_S, MIN_STEP_FRAMES, WindowedDecode
+from tts.engines.windows import FRAME_S, MIN_STEP_FRAMES, SPEED_SMOOTHING, WindowedDecode
 from tts.protocol import Synthesize
 
 log = logging.getLogger("tts.scheduler")
@@ -148,6 +151,7 @@ class Scheduler:
         self._ahead: dict[Hashable, int] = {}  # per owner: PCM bytes computed and not yet taken
         self._held: set[Hashable] = set()  # owners left out of the rotation: AHEAD_LIMIT_BYTES ahead
         self._runs_out_at: dict[Hashable, float] = {}  # per owner: when its listener runs out of audio
+        self._text_side_s: float | None = None  # a segment's text side (and G2P), as timed so far
         self._wakeup = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -252,7 +256,10 @@ class Scheduler:
             return runs_out_at
         others = started - (owner in self._runs_out_at)
         capacity = self.capacity
-        wait = SATURATED_WAIT_S if capacity is not None and others >= capacity else 0.0
+        if capacity is not None and others >= capacity:
+            wait = SATURATED_WAIT_S
+        else:  # one shortest step of each playing listener first: a late first audio is not a gap
+            wait = others * self._shortest_step_s()
         return head.submitted_at + FIRST_AUDIO_TARGET_S + wait
 
     async def _next(self) -> Job:
@@ -278,12 +285,17 @@ class Scheduler:
         job.budget_s = (
             max(0.0, min((d - now) / rank for rank, (d, *_) in enumerate(deadlines, 1))) if playing else None
         )
-        # A first window must last until this listener's next step is done: one shortest step of each
-        # other session with work, then its own.
-        job.cover_s = (
-            0.0 if playing else (len(deadlines) + len(self._in_flight) - 1) * self._shortest_step_s()
-        )
+        job.cover_s = 0.0 if playing else self._cover_s(owner, [o for *_, o in deadlines])
         return job
+
+    def _cover_s(self, owner: Hashable, waiting: list[Hashable]) -> float:
+        """How long `owner`'s first window must last: until its next step can be done, after one turn of
+        every other session with work (a started one's shortest step; a new one's first turn, its text
+        side and first window, which at 0.3 s on 2 cores is half as long again as a shortest step) and
+        then its own."""
+        shortest = self._shortest_step_s()
+        others = [o for o in waiting if o != owner] + [o for o in self._in_flight if o != owner]
+        return shortest + sum(shortest if o in self._runs_out_at else self._first_turn_s() for o in others)
 
     def _shortest_step_s(self) -> float:
         """Predicted time of a budgeted step at its floor (MIN_STEP_FRAMES and its context)."""
@@ -292,9 +304,18 @@ class Scheduler:
             return 0.0
         return speed.seconds([MIN_STEP_FRAMES + 2 * self._engine.window_plan.context_frames])
 
+    def _first_turn_s(self) -> float:
+        """Predicted time of a segment's first turn: its text side and its first window."""
+        speed = self._engine.decode_speed
+        if speed is None:
+            return 0.0
+        plan = self._engine.window_plan
+        return (self._text_side_s or 0.0) + speed.seconds([plan.first_frames + 2 * plan.context_frames])
+
     def _run_step(self, job: Job) -> bytes | None:
         """In a worker thread: G2P on the job's first turn, the text side on a segment's first turn,
-        then one decoder step."""
+        then one decoder step, sized to what is left of the budget once the text side has run."""
+        started = time.perf_counter()
         request = job.request
         if job.segments is None:
             if request.written is None:
@@ -314,7 +335,13 @@ class Scheduler:
             job.windows = self._engine.windowed(features, job.run_options)
             if job.word_tokens:
                 job.words = job.word_tokens.pop(0).times(features.durations, job.samples)
-        audio = job.windows.next(job.budget_s, job.cover_s)
+            spent = time.perf_counter() - started
+            last = self._text_side_s
+            self._text_side_s = spent if last is None else last + SPEED_SMOOTHING * (spent - last)
+        budget = job.budget_s
+        if budget is not None:
+            budget = max(0.0, budget - (time.perf_counter() - started))
+        audio = job.windows.next(budget, job.cover_s)
         job.samples += len(audio)
         return float_to_pcm16(audio)
 

@@ -107,7 +107,7 @@ def test_a_first_window_stretches_to_outlast_the_next_step_within_bounds():
     plan = WindowPlan(12, 120, 8, growth=4, lanes=2)
     assert plan.step(0, 0, 300) == [(0, 12)], "nothing to cover: the configured first window"
     assert plan.step(0, 0, 300, cover_s=0.3) == [(0, 14)], "0.3 s and a tenth: 14 frames"
-    assert plan.step(0, 0, 300, cover_s=10.0) == [(0, 24)], "never over FIRST_STRETCH times"
+    assert plan.step(0, 0, 300, cover_s=10.0) == [(0, 48)], "never over FIRST_STRETCH times"
     assert plan.step(0, 0, 20, cover_s=0.3) == [(0, 20)], "a short remainder joins it"
     assert plan.steps(315) == [[(0, 12)], [(12, 60)], [(60, 120), (120, 180)], [(180, 247), (247, 315)]], (
         "the fixed plan does not change"

@@ -63,11 +63,12 @@ BUDGET_SHARE = 0.75
 # cover: a tenth, not a quarter, because every frame of it is paid for in first audio (7-8 ms a frame
 # on 2 cores).
 FIRST_COVER_SHARE = 0.9
-# ... and grows at most this many times: first audio is what a listener waits for first, and on a busy
-# host, where the measured speed asks for the longest first windows, the longest (48 frames) cost 0.7-1
-# s of first audio against 0.2-0.4 s and still did not keep every listener gap-free (BENCHMARKS.md,
-# "Playback"). Twice costs at most 12 frames, about 60-90 ms on a quiet 2-core CPU.
-FIRST_STRETCH = 2
+# ... and grows at most this many times: every frame of it is paid for in first audio. A session alone
+# never stretches far (it covers its own next step: 12-14 frames, 163-186 ms of first audio on a quiet
+# 2-core CPU); three arriving together need 30-45 frames each to outlast the others' first turns, and
+# with twice (24 frames) each of them stalled once, 0.1-0.3 s, at the start (BENCHMARKS.md, "Playback").
+# Four times costs at most 36 frames, about 0.27 s on that CPU.
+FIRST_STRETCH = 4
 # The shortest step a budget may ask for after a segment's first window: half of MIN_LANE_FRAMES, so a
 # listener 0.3 s from a gap (the first window's audio) can be served in time on 2 cores (about 0.2 s for
 # 24 frames and their context). Whisper hears streams of such steps as it hears whole-segment audio

@@ -67,11 +67,17 @@ def _endpoint_sessions(emulator_url: str) -> int:
     return sum(r["sessions"] for ep in status["endpoints"] for r in ep["replicas"])
 
 
-def _model_ended(emulator_url: str, started_after: float) -> float | None:
-    """When the reply stream of the first model request made after `started_after` ended."""
-    requests = httpx.get(f"{emulator_url}/_emulator/bedrock/requests", timeout=5, trust_env=False).json()
-    ours = [r for r in requests if r["started"] >= started_after]
-    return ours[0]["ended"] if ours else None
+def _model_ended(emulator_url: str, started_after: float, within_s: float = 30.0) -> float | None:
+    """When the reply stream of the first model request made after `started_after` ended (polled: the
+    emulated Bedrock records the end once it has seen the stream close, which can come after the
+    turn's last event; read at once, half the runs found it not yet recorded)."""
+    deadline = time.perf_counter() + within_s
+    while True:
+        requests = httpx.get(f"{emulator_url}/_emulator/bedrock/requests", timeout=5, trust_env=False)
+        ours = [r for r in requests.json() if r["started"] >= started_after]
+        if (ours and ours[0]["ended"] is not None) or time.perf_counter() > deadline:
+            return ours[0]["ended"] if ours else None
+        time.sleep(POLL_S)
 
 
 def interrupt_once(stack: LocalStack) -> dict[str, Any]:

@@ -17,14 +17,15 @@ the audio computed since, restarted from the moment of any step that came too la
 session's next step is that moment; a session whose listener has nothing to play yet (a new session, or
 one whose last answer has played out) gets its first-audio target instead, its head job's arrival plus
 FIRST_AUDIO_TARGET_S, plus one shortest step for each listener already playing (a late first audio is a
-longer wait before speech; a playing listener's gap is a stutter in it). Every turn the worker takes the session with the earliest deadline (ties: the one
-waiting longest). Sessions far ahead of their listeners have late deadlines, so they yield to every
-session closer to a gap, and run only when nobody nearer needs the engine. The step itself is sized to
-the time left (`WindowPlan.step`): the chosen session's slack, and no more than each other waiting
-session's slack divided by its place in the deadline order (the k-th must see k steps done before its
-own listener runs out), so one long step cannot make the next session stall; a listener that will
-wait whatever the step gets the fixed plan's step instead (the most audio per second of decoding). A
-step that begins a segment first runs its text side, and the decoder gets what is left of the budget.
+longer wait before speech; a playing listener's gap is a stutter in it). Every turn the worker takes
+the session with the earliest deadline (ties: the one waiting longest). Sessions far ahead of their
+listeners have late deadlines, so they yield to every session closer to a gap, and run only when nobody
+nearer needs the engine. The step itself is sized to the time left (`WindowPlan.step`): the chosen
+session's slack, and no more than each other waiting session's slack divided by its place in the
+deadline order (the k-th must see k steps done before its own listener runs out), so one long step
+cannot make the next session stall; a listener that will wait whatever the step gets the fixed plan's
+step instead (the most audio per second of decoding). A step that begins a segment first runs its
+text side, and the decoder gets what is left of the budget.
 A session's first window is the configured one, stretched (up to four times: FIRST_STRETCH) until its
 audio outlasts one turn of every other session with work (a playing one's shortest step, a new one's
 first turn: text side and first window, timed as they run) and its own next step.

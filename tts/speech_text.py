@@ -168,6 +168,8 @@ RULES: tuple[Rule, ...] = (
     _rule("sharp", r"\b([A-Ga-g])#(?!\w)", r"\1 sharp", english=True),
     _rule("about", r"(?<!\S)~(?=\d)", "about ", english=True),
     _rule("arrow", r"[ \t]+(?:->|=>|-->)[ \t]+", " to ", english=True),
+    # "1-2 cups", "7–9 hours" (espeak says "1 dash 2"); not phone numbers (555-1234) or dates (2026-12-01)
+    _rule("number range", r"(?<![\w.\-–])(\d{1,3})[-–](\d{1,3})(?![\w.\-–])", r"\1 to \2", english=True),
     _rule("symbol words", "[" + "".join(SYMBOL_WORDS) + "]", lambda m: SYMBOL_WORDS[m[0]], english=True),
     _rule("emoji and pictographs", r"[^\w\s.,;:!?'\"()\-–—…%$€£/+=@&]+", _emoji),
     _rule("stray markup", r"[*_`~|<>\[\]{}\\^#]+", " "),

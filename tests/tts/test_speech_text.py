@@ -20,6 +20,8 @@ CASES = [
     ("This is __bold__ and _italic_ text.", "This is bold and italic text."),
     ("A ***strong emphasis*** here.", "A strong emphasis here."),
     ("That is ~~wrong~~ right.", "That is wrong right."),
+    ("Use 1-2 cups and sleep 7–9 hours.", "Use 1 to 2 cups and sleep 7 to 9 hours."),
+    ("Call 555-1234 on 2026-12-01.", "Call 555-1234 on 2026-12-01."),
     ("Run `pip install kokoro` first.", "Run pip install kokoro first."),
     ("```python\nprint('hi')\n```\nThat prints hi.", "That prints hi."),
     ("Before.\n~~~\ncode\n~~~\nAfter.", "Before.\nAfter."),

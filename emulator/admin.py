@@ -1,24 +1,30 @@
-"""`GET /_emulator/status`: endpoints, agent runtimes, replicas, health and recent events as JSON.
+"""The operator's routes (`/_emulator/...`, not an AWS API, never signed): every one lives here.
 
-Not an AWS API: it is what `python -m emulator status` prints and what tests inspect (for example,
-the pid of a replica to kill). Each ready endpoint replica's `load` is what its `GET /ping` says at that
-moment (the tts container: sessions playing, how many it keeps gap-free, whether it is saturated), or
-null when it says nothing or does not answer within LOAD_TIMEOUT_S.
+- `GET /_emulator/status`: endpoints, agent runtimes, replicas, health and recent events as JSON; what
+  `python -m emulator status` prints and what tests inspect (for example, the pid of a replica to kill).
+- `GET /_emulator/bedrock/requests`: the model requests Bedrock answered, oldest first
+  (emulator/services/bedrock/request_log.py), which tests read to see the history a request carried.
+
+Each ready endpoint replica's `load` in the status is what its `GET /ping` says at that moment (the tts
+container: sessions playing, how many it keeps gap-free, whether it is saturated), or null when it says
+nothing or does not answer within LOAD_TIMEOUT_S.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
 import httpx
-from quart import Blueprint
+from quart import Blueprint, Response
 
 from emulator.controller.store import AgentRuntime, Deployment, Endpoint, Replica, ScalableTarget, Store
+from emulator.services.bedrock.request_log import RequestLog
 
 LOAD_TIMEOUT_S = 1.0  # a replica busy computing still answers /ping within milliseconds (event loop)
 
@@ -147,11 +153,17 @@ def status(store: Store, info: dict[str, Any], loads: dict[str, Any] | None = No
     }
 
 
-def admin_blueprint(store: Store, info: Callable[[], dict[str, Any]]) -> Blueprint:
+def admin_blueprint(
+    store: Store, info: Callable[[], dict[str, Any]], bedrock_requests: RequestLog
+) -> Blueprint:
     bp = Blueprint("emulator_admin", __name__)
 
     @bp.get("/_emulator/status")
     async def get_status() -> dict[str, Any]:
         return status(store, info(), await replica_loads(store))
+
+    @bp.get("/_emulator/bedrock/requests")
+    async def recorded_requests() -> Response:
+        return Response(json.dumps(bedrock_requests.entries()), content_type="application/json")
 
     return bp

@@ -1,19 +1,24 @@
-"""The Quart app: every face of the emulator on one ASGI app.
+"""The Quart app: every emulated service's routes on one ASGI app, and the services wired together.
 
-The same app serves both listeners (plain HTTP/1.1 and TLS h2); clients pick the face by URL:
-`POST /` + `X-Amz-Target` is the SageMaker control plane and Application Auto Scaling (recorded,
-not applied), `/endpoints/<name>/invocations*` the
-runtimes, `/model/<id>/converse*` Bedrock Runtime, `/runtimes/...` Bedrock AgentCore (control plane,
-and `/runtimes/<ARN>/invocations` its data plane), `/sts/` STS GetCallerIdentity, `/cloudformation/`
-the stacks of the agent runtimes, `/_emulator/status` the operator view. SigV4 (when keys
-are configured) is checked once for every AWS face, before its route runs (emulator.wire.auth).
+The same app serves both listeners (plain HTTP/1.1 and TLS h2); clients pick the service by URL:
+`POST /` + `X-Amz-Target` is awsJson1.1 (the SageMaker control plane and Application Auto Scaling,
+recorded, not applied), `/endpoints/<name>/invocations*` the SageMaker runtime and its bidirectional
+stream, `/model/<id>/converse*` Bedrock Runtime, `/runtimes/...` Bedrock AgentCore (control plane,
+and `/runtimes/<ARN>/invocations` its data plane), `/sts/` STS, `/cloudformation/` CloudFormation,
+`/_emulator/...` the operator's routes (emulator/admin.py, not AWS). SigV4 (when keys are configured)
+is checked once for every AWS route, before it runs (emulator.wire.auth).
+
+`make_services` builds each service over the one store and gives CloudFormation the one way it reaches
+the others: `Services.call(service, operation, request)`, over the operation tables the services'
+control planes return (boto3's service names; the API's operation names), so no service imports
+another.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -21,67 +26,126 @@ from quart import Quart, Response, request
 from werkzeug.exceptions import HTTPException
 
 from emulator.admin import admin_blueprint
-from emulator.agentcore.cloudformation import cloudformation_blueprint
-from emulator.agentcore.faces import agentcore_control_blueprint, agentcore_runtime_blueprint
-from emulator.agentcore.operations import AgentRuntimeControl
-from emulator.agentcore.sts import sts_blueprint
-from emulator.autoscaling.operations import TARGET_PREFIX, AutoScaling
-from emulator.bedrock.converse import bedrock_blueprint
 from emulator.config import EmulatorConfig
+from emulator.controller.reconcile import Controller
 from emulator.controller.routing import Router
 from emulator.controller.runtimes import Runtime
 from emulator.controller.store import Store
-from emulator.sagemaker.bidirectional import bidi_blueprint
-from emulator.sagemaker.control_plane import ControlPlane
-from emulator.sagemaker.invoke import classic_blueprint
+from emulator.services.agentcore import routes as agentcore_routes
+from emulator.services.agentcore.control import AgentRuntimeControl
+from emulator.services.autoscaling import routes as autoscaling_routes
+from emulator.services.autoscaling.control import AutoScaling
+from emulator.services.bedrock import routes as bedrock_routes
+from emulator.services.bedrock.request_log import RequestLog
+from emulator.services.cloudformation import routes as cloudformation_routes
+from emulator.services.cloudformation.control import CloudFormation
+from emulator.services.sagemaker import routes as sagemaker_routes
+from emulator.services.sagemaker.control import ControlPlane
+from emulator.services.sts import routes as sts_routes
+from emulator.services.sts.control import Sts
 from emulator.wire import auth
 from emulator.wire.awserrors import AwsError, json_protocol_error
-from emulator.wire.awsjson import aws_json_blueprint
+from emulator.wire.awsjson import Operation, aws_json_blueprint
 
 logger = logging.getLogger("emulator.app")
 
 
-@dataclass(frozen=True)
+@dataclass
 class Services:
     config: EmulatorConfig
     store: Store
     runtime: Runtime
-    control_plane: ControlPlane
-    agent_runtimes: AgentRuntimeControl
     router: Router
     http: httpx.AsyncClient
     info: Callable[[], dict[str, Any]]
+    control_plane: ControlPlane
+    agent_runtimes: AgentRuntimeControl
+    autoscaling: AutoScaling
+    sts: Sts
+    cloudformation: CloudFormation = field(init=False)
+    bedrock_requests: RequestLog = field(default_factory=RequestLog)
     preload_llm: bool = True
     """Load the local model behind Bedrock at start (the manifest runs an agent that will call it)."""
+
+    def __post_init__(self) -> None:
+        self.cloudformation = CloudFormation(self.config, self.store, self.call)
+
+    def operations(self) -> Mapping[str, Mapping[str, Operation]]:
+        """Every control plane's operations, by boto3's service name."""
+        return {
+            "sagemaker": self.control_plane.operations(),
+            "application-autoscaling": self.autoscaling.operations(),
+            "bedrock-agentcore-control": self.agent_runtimes.operations(),
+            "sts": self.sts.operations(),
+            "cloudformation": self.cloudformation.operations(),
+        }
+
+    def call(self, service: str, operation: str, body: dict[str, Any]) -> dict[str, Any]:
+        """One control-plane operation of one service, as its routes would call it."""
+        return self.operations()[service][operation](body)
+
+
+def make_services(
+    config: EmulatorConfig,
+    store: Store,
+    runtime: Runtime,
+    controller: Controller,
+    http: httpx.AsyncClient,
+    info: Callable[[], dict[str, Any]],
+    platform_env: Mapping[str, str],
+    preload_llm: bool = True,
+) -> Services:
+    """Every service over the one store; `platform_env` is what AgentCore gives each runtime."""
+    return Services(
+        config=config,
+        store=store,
+        runtime=runtime,
+        router=Router(store, config.account_id),
+        http=http,
+        info=info,
+        control_plane=ControlPlane(config, store, runtime, controller),
+        agent_runtimes=AgentRuntimeControl(
+            store,
+            controller,
+            region=config.region,
+            account_id=config.account_id,
+            logs=config.home_dir / "logs",
+            platform_env=platform_env,
+        ),
+        autoscaling=AutoScaling(config, store),
+        sts=Sts(config),
+        preload_llm=preload_llm,
+    )
 
 
 def create_app(services: Services) -> Quart:
     app = Quart("emulator")
-    # Streams live as long as the client keeps them open; bodies are bounded per face.
+    # Streams live as long as the client keeps them open; bodies are bounded per service.
     app.config.update(BODY_TIMEOUT=None, RESPONSE_TIMEOUT=None, MAX_CONTENT_LENGTH=None)
     auth.install(app, services.config)
-    control_planes = {
-        "SageMaker": services.control_plane.operations(),
-        TARGET_PREFIX: AutoScaling(services.config, services.store).operations(),
+    json_targets = {
+        **sagemaker_routes.json_targets(services.control_plane),
+        **autoscaling_routes.json_targets(services.autoscaling),
     }
-    app.register_blueprint(aws_json_blueprint(control_planes))
-    app.register_blueprint(classic_blueprint(services.config, services.router, services.http))
-    app.register_blueprint(bidi_blueprint(services.config, services.router, services.runtime))
-    app.register_blueprint(bedrock_blueprint(services.config, preload=services.preload_llm))
-    runtimes = services.agent_runtimes
-    app.register_blueprint(agentcore_control_blueprint(services.config, runtimes))
-    app.register_blueprint(agentcore_runtime_blueprint(services.config, runtimes, services.http))
-    app.register_blueprint(sts_blueprint(services.config))
-    app.register_blueprint(cloudformation_blueprint(services.config, runtimes))
-    app.register_blueprint(admin_blueprint(services.store, services.info))
+    blueprints = [
+        aws_json_blueprint(json_targets),
+        *sagemaker_routes.blueprints(services.config, services.router, services.runtime, services.http),
+        *bedrock_routes.blueprints(services.config, services.bedrock_requests, preload=services.preload_llm),
+        *agentcore_routes.blueprints(services.config, services.agent_runtimes, services.http),
+        *sts_routes.blueprints(services.sts),
+        *cloudformation_routes.blueprints(services.cloudformation),
+        admin_blueprint(services.store, services.info, services.bedrock_requests),
+    ]
+    for blueprint in blueprints:
+        app.register_blueprint(blueprint)
     _answer_the_rest_as_aws(app)
     return app
 
 
 def _answer_the_rest_as_aws(app: Quart) -> None:
-    """What no face's own envelope answers is still an AWS error, in the JSON envelope both botocore's
-    JSON parsers read (code in `x-amzn-ErrorType` and `__type`): a path or method no face serves
-    (`UnknownOperationException`, 404, as AWS answers one, `../admin` and the like included), a
+    """What no service's own envelope answers is still an AWS error, in the JSON envelope both
+    botocore's JSON parsers read (code in `x-amzn-ErrorType` and `__type`): a path or method no service
+    serves (`UnknownOperationException`, 404, as AWS answers one, `../admin` and the like included), a
     refused signature on such a path, and an unexpected failure (`InternalServerException`, 500),
     instead of Quart's HTML pages."""
 

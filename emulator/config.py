@@ -1,7 +1,7 @@
 """The emulator's one configuration object.
 
 Everything tunable lives here (ports, runtime, probe timing, fidelity knobs, SigV4 keys, the Bedrock
-face's LLM settings), read once from `EMULATOR_*` environment variables by `from_env()`. Tests build
+service's LLM settings), read once from `EMULATOR_*` environment variables by `from_env()`. Tests build
 it directly with the few fields they change (`dataclasses.replace`).
 """
 
@@ -117,7 +117,7 @@ class EmulatorConfig:
     stop_grace_s: float = 30.0
     """SIGTERM, then SIGKILL this much later (SageMaker: 30 s)."""
 
-    # runtime faces
+    # runtime services
     invoke_timeout_s: float = 60.0
     ws_connect_timeout_s: float = 10.0
     ws_ping_interval_s: float = 60.0
@@ -143,9 +143,9 @@ class EmulatorConfig:
     sigv4_keys: Mapping[str, str] = field(default_factory=dict)
     """Access key id -> secret; when non-empty every AWS request must carry a valid SigV4 signature."""
 
-    # Bedrock face (emulator/bedrock/converse.py, backends in emulator/bedrock/models.py)
+    # Bedrock (emulator/services/bedrock/, its reply models in emulator/llm/)
     llm_backend: str = "smollm2"
-    """`smollm2` (a real local model, emulator/bedrock/smollm.py) or `script` (the deterministic paced
+    """`smollm2` (a real local model, emulator/llm/smollm/) or `script` (the deterministic paced
     script); a set `llm_openai_base_url` selects the OpenAI-compatible server instead."""
     llm_cache_dir: Path = Path("~/.cache/voice-agent-aws/llm")
     """SmolLM2's GGUF and its dequantized copy (shared by every emulator home)."""

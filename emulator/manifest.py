@@ -30,11 +30,12 @@ import yaml
 from emulator.config import ConfigError, ImageSpec
 
 KINDS = {
-    "Model": "CreateModel",
-    "EndpointConfig": "CreateEndpointConfig",
-    "Endpoint": "CreateEndpoint",
-    "AgentRuntime": "CreateAgentRuntime",
+    "Model": ("sagemaker", "CreateModel"),
+    "EndpointConfig": ("sagemaker", "CreateEndpointConfig"),
+    "Endpoint": ("sagemaker", "CreateEndpoint"),
+    "AgentRuntime": ("bedrock-agentcore-control", "CreateAgentRuntime"),
 }
+"""kind -> (service, operation) of the call that creates it (emulator/app.py's `Services.call`)."""
 NAME_FIELDS = {"AgentRuntime": "agentRuntimeName"}
 DEFAULT_MANIFEST = Path(__file__).resolve().parent.parent / "compose" / "emulator.yaml"
 
@@ -49,8 +50,12 @@ class Resource:
     spec: dict[str, Any]
 
     @property
+    def service(self) -> str:
+        return KINDS[self.kind][0]
+
+    @property
     def operation(self) -> str:
-        return KINDS[self.kind]
+        return KINDS[self.kind][1]
 
     @property
     def name(self) -> str:

@@ -40,17 +40,14 @@ from hypercorn.asyncio import serve
 from hypercorn.config import Config as HypercornConfig
 
 from emulator import hypercorn_fixes
-from emulator.agentcore.cloudformation import PATH as CLOUDFORMATION_PATH
-from emulator.agentcore.operations import AgentRuntimeControl
-from emulator.agentcore.sts import PATH as STS_PATH
-from emulator.app import Services, create_app
+from emulator.app import Services, create_app, make_services
 from emulator.config import EmulatorConfig
 from emulator.controller.reconcile import Controller
-from emulator.controller.routing import Router
 from emulator.controller.runtimes import make_runtime
 from emulator.controller.store import Store
 from emulator.manifest import Manifest
-from emulator.sagemaker.control_plane import ControlPlane
+from emulator.services.cloudformation.routes import PATH as CLOUDFORMATION_PATH
+from emulator.services.sts.routes import PATH as STS_PATH
 from emulator.wire.awserrors import AwsError
 from emulator.wire.fidelity import Rechunker
 from emulator.wire.tls import TlsFiles, ensure_tls
@@ -133,10 +130,9 @@ class Emulator:
 
     def apply(self, manifest: Manifest) -> None:
         """Create the manifest's resources, in order, through the control-plane operations."""
-        operations = {**self.control_plane.operations(), **self.agent_runtimes.operations()}
         for resource in manifest.resources:
             try:
-                operations[resource.operation](resource.spec)
+                self.services.call(resource.service, resource.operation, resource.spec)
             except AwsError as err:
                 raise EmulatorStartError(
                     f"{manifest.source}: {resource.kind} {resource.name}: {err.message}"
@@ -200,22 +196,14 @@ async def run_emulator(
     client = httpx.AsyncClient(trust_env=False, timeout=config.invoke_timeout_s)
     controller = Controller(config, store, runtime, client)
     emulator: Emulator | None = None
-    services = Services(
-        config=config,
-        store=store,
-        runtime=runtime,
-        control_plane=ControlPlane(config, store, runtime, controller),
-        agent_runtimes=AgentRuntimeControl(
-            store,
-            controller,
-            region=config.region,
-            account_id=config.account_id,
-            logs=config.home_dir / "logs",
-            platform_env=client_env(config, http_url, h2_url, str(tls.ca)),
-        ),
-        router=Router(store, config.account_id),
-        http=client,
+    services = make_services(
+        config,
+        store,
+        runtime,
+        controller,
+        client,
         info=lambda: emulator.info() if emulator is not None else {},
+        platform_env=client_env(config, http_url, h2_url, str(tls.ca)),
         preload_llm=bool(manifest.agent_runtimes),
     )
     emulator = Emulator(services, tls, http_url, h2_url)

@@ -61,9 +61,12 @@ LAYERS = {
         "emulator.processes": 0,
         "emulator.wire": 1,
         "emulator.controller": 2,
-        "emulator.sagemaker": 3,
-        "emulator.bedrock": 3,
-        "emulator.agentcore": 3,
+        "emulator.llm.base": 2,
+        "emulator.llm.script": 3,
+        "emulator.llm.openai_compatible": 3,
+        "emulator.llm.smollm": 3,
+        "emulator.llm": 4,  # the factory, the one module that imports the reply models
+        "emulator.services": 5,
     },
     "deploy": {
         "deploy.errors": 0,
@@ -87,8 +90,11 @@ LAYERS = {
     },
 }
 TOP = 9
+SERVICES = REPO / "emulator" / "services"
+SERVICE_NAMES = tuple(sorted(p.name for p in SERVICES.iterdir() if (p / "__init__.py").is_file()))
 APART = (
-    ("emulator.sagemaker", "emulator.bedrock", "emulator.agentcore"),
+    tuple(f"emulator.services.{name}" for name in SERVICE_NAMES),
+    ("emulator.llm.script", "emulator.llm.openai_compatible", "emulator.llm.smollm"),
     ("tts.engines.onnx", "tts.engines.torch"),
 )
 
@@ -239,3 +245,71 @@ def test_no_import_cycles():
         if node not in state:
             visit(node, [node])
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+# The files of an emulated service, by role (emulator/services/__init__.py), and their floors inside it:
+# the errors at the bottom, the request shapes on them, the operations, the routes on top.
+SERVICE_ROLES = {
+    "errors": 0,
+    "shapes": 1,
+    "request_log": 1,
+    "control": 2,
+    "runtime": 2,
+    "bidirectional": 2,
+    "template": 2,
+    "routes": 3,
+}
+REQUIRED_ROLES = ("routes", "errors")
+
+
+@pytest.mark.parametrize("service", SERVICE_NAMES)
+def test_every_service_has_its_routes_and_errors_and_only_role_files(service: str):
+    folder = SERVICES / service
+    files = {path.stem for path in folder.glob("*.py") if path.name != "__init__.py"}
+    assert not {p.name for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__"}, "no subfolders"
+    assert set(REQUIRED_ROLES) <= files, f"{service} lacks {sorted(set(REQUIRED_ROLES) - files)}"
+    assert files <= set(SERVICE_ROLES), f"{service}: not a role: {sorted(files - set(SERVICE_ROLES))}"
+    assert ast.get_docstring(ast.parse((folder / "__init__.py").read_text())), f"{service} says what it is"
+    assert [
+        n for n in ast.parse((folder / "__init__.py").read_text()).body if not isinstance(n, ast.Expr)
+    ] == []
+
+
+def test_the_roles_are_the_ones_the_services_package_names():
+    doc = ast.get_docstring(ast.parse((SERVICES / "__init__.py").read_text())) or ""
+    assert all(f"`{role}.py`" in doc for role in SERVICE_ROLES), (
+        "emulator/services/__init__.py names each role"
+    )
+
+
+@pytest.mark.parametrize("service", SERVICE_NAMES)
+def test_a_service_imports_no_other_service_and_its_roles_point_down(service: str):
+    prefix = f"emulator.services.{service}"
+    wrong = []
+    for name, targets in GRAPH.items():
+        if not within(name, (prefix,)) or name == prefix:
+            continue
+        role = name.rsplit(".", 1)[1]
+        for target in targets:
+            if within(target, ("emulator.services",)) and not within(target, (prefix,)):
+                wrong.append(f"{name} imports another service: {target}")
+            elif within(target, (prefix,)) and target != prefix:
+                theirs = target.removeprefix(prefix + ".").split(".")[0]
+                if SERVICE_ROLES.get(theirs, 0) > SERVICE_ROLES[role] or (
+                    theirs == "routes" and role != "routes"
+                ):
+                    wrong.append(f"{name} ({role}) imports {target} ({theirs}), a role above it")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_llm_room_has_no_wire():
+    """The reply models refuse with their own typed exceptions (PromptTooLong), which the Bedrock
+    service maps to Bedrock's errors: emulator.llm imports no wire code and no service."""
+    wrong = [
+        f"{name} imports {target}"
+        for name, targets in GRAPH.items()
+        if within(name, ("emulator.llm",))
+        for target in targets
+        if within(target, ("emulator.wire", "emulator.services", "emulator.controller"))
+    ]
+    assert not wrong, "\n".join(wrong)

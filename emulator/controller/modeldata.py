@@ -3,7 +3,7 @@
 The emulator cannot reach S3, so `ModelDataUrl` / `ModelDataSource.S3DataSource.S3Uri` must name a
 local directory, a `file://` URL, or a `.tar.gz` (extracted once into the emulator home, like
 SageMaker's own decompression step). An unusable location raises `ModelDataError`, which the
-SageMaker face answers as a ValidationException at CreateModel.
+SageMaker service answers as a ValidationException at CreateModel.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from emulator.controller.store import Endpoint, Replica, Store, VariantDeploymen
 
 
 class RoutingError(Exception):
-    """Why nothing can serve the request; `kind` tells the faces which AWS error to answer."""
+    """Why nothing can serve the request; `kind` tells the services which AWS error to answer."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)

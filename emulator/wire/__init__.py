@@ -1,3 +1,3 @@
-"""The wire formats every face shares: the AWS event-stream codec, WebSocket frames, SigV4 and its one
+"""The wire formats every service shares: the AWS event-stream codec, WebSocket frames, SigV4 and its one
 check, the AWS error envelopes, the local TLS CA, and the fidelity knobs (latency, re-chunking).
 Depends only on emulator.config."""

@@ -1,11 +1,11 @@
-"""SigV4 on every AWS face: one check that runs before any route when keys are configured.
+"""SigV4 on every AWS service: one check that runs before any route when keys are configured.
 
-`install(app, config)` adds it to the app, so a face gets it by being registered, with no code of its
-own. The body-carrying operations (control plane, InvokeEndpoint, the response stream, Bedrock) are
-checked over the hash of the body actually received; a view marked `@event_stream_input` (the
-bidirectional stream) must declare `STREAMING-AWS4-HMAC-SHA256-EVENTS`, and its events carry their
-own signature chain, which the face verifies with `signature()`. A refusal is an `AwsError` that the
-route's blueprint renders in its protocol's envelope.
+`install(app, config)` adds it to the app, so a service's routes get it by being registered, with no
+code of their own. The body-carrying operations (control plane, InvokeEndpoint, the response stream,
+Bedrock) are checked over the hash of the body actually received; a view marked `@event_stream_input`
+(the bidirectional stream) must declare `STREAMING-AWS4-HMAC-SHA256-EVENTS`, and its events carry their
+own signature chain, which the bidirectional stream verifies with `signature()`. A refusal is an
+`AwsError` that the route's blueprint renders in its protocol's envelope.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """AWS errors as the official clients parse them.
 
-One exception type carries the error code, HTTP status, message and any extra modeled members; the
-faces turn it into the response shape their protocol uses (sagemaker-runtime.md §2.1, §2.4, §4):
-awsJson1.1 puts `__type` in the body, restJson1 puts the code in `x-amzn-ErrorType`, awsQuery (STS,
-CloudFormation) answers an XML `ErrorResponse`. A face names its envelope once with
-`render_errors(blueprint, ...)`; every AwsError raised while serving one of its routes (the SigV4 check
-included) is answered in it.
+One exception type carries the error code, HTTP status, message and any extra modeled members; each
+service's routes turn it into the response shape their protocol uses (sagemaker-runtime.md §2.1, §2.4,
+§4): awsJson1.1 puts `__type` in the body, restJson1 puts the code in `x-amzn-ErrorType`, awsQuery
+(STS, CloudFormation) answers an XML `ErrorResponse`. A service's routes name their envelope once with
+`render_errors(blueprint, ...)`; every AwsError raised while serving one of them (the SigV4 check
+included) is answered in it. The services' own codes and messages are in their `errors.py`.
 """
 
 from __future__ import annotations
@@ -63,11 +63,6 @@ def query_error(err: AwsError, namespace: str) -> Response:
         f"<Message>{escape(err.message)}</Message></Error><RequestId>{request_id()}</RequestId></ErrorResponse>"
     )
     return Response(body, status=err.status, content_type="text/xml")
-
-
-def validation(message: str) -> AwsError:
-    """The control plane's error for bad input and unknown resources."""
-    return AwsError("ValidationException", message)
 
 
 def render_errors(blueprint: Blueprint, render: Callable[[AwsError], Response]) -> None:

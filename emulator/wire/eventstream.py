@@ -1,4 +1,4 @@
-"""The AWS event-stream codec (application/vnd.amazon.eventstream), the one used by every face.
+"""The AWS event-stream codec (application/vnd.amazon.eventstream), the one used by every service.
 
 SageMaker's response streams, its bidirectional stream (both directions, including the signed
 envelopes) and Bedrock's ConverseStream all frame their events this way:

@@ -22,8 +22,8 @@ import httpx
 import pytest
 
 from agent.listener import Arrival, listen
-from emulator.bedrock.smollm import prepare_model
 from emulator.config import EmulatorConfig
+from emulator.llm.smollm.weights import prepare_model
 from local_stack.stack import local_stack
 
 pytestmark = [

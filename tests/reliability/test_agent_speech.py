@@ -17,7 +17,8 @@ import pytest
 
 from agent.modes import Turn, run_bidi
 from agent.tts_session import Audio, Control, TTSSession
-from emulator.bedrock.models import ConverseRequest, PacedScriptModel
+from emulator.llm.base import ConverseRequest
+from emulator.llm.script import PacedScriptModel
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest
 from emulator.server import Emulator, emulator_in_thread
 from tests.emulator.support import bidi_client, fast_config

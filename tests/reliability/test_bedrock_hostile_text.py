@@ -15,8 +15,8 @@ from types import SimpleNamespace
 import pytest
 from quart import Quart
 
-from emulator.bedrock.converse import bedrock_blueprint
-from emulator.bedrock.models import ConverseRequest, ModelBackendError
+from emulator.llm.base import ConverseRequest, ReplyModelError
+from emulator.services.bedrock.runtime import runtime_blueprint
 
 pytestmark = pytest.mark.reliability
 
@@ -34,13 +34,13 @@ class EncodingModel:
             for text in texts + [b.get("text", "") for b in request.system]:
                 text.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise ModelBackendError(f"the tokenizer failed: {exc}") from exc
+            raise ReplyModelError(f"the tokenizer failed: {exc}") from exc
         yield "ok"
 
 
 def app_with(model: EncodingModel) -> Quart:
     app = Quart(__name__)
-    app.register_blueprint(bedrock_blueprint(SimpleNamespace(llm_backend="script"), model))
+    app.register_blueprint(runtime_blueprint(SimpleNamespace(llm_backend="script"), model))
     return app
 
 

@@ -1,1 +1,0 @@
-"""Application Auto Scaling, recorded and shown, not applied (emulator.autoscaling.operations)."""

@@ -1,0 +1,20 @@
+"""The emulated AWS services, one folder each, with the same file for the same role (moto's layout):
+
+- `routes.py` — the HTTP side: binds the service's wire protocol (emulator.wire: awsJson1.1, awsQuery,
+  restJson1, the event stream) to its operations and answers errors in the service's envelope; what
+  `emulator/app.py` registers. Every service has one.
+- `errors.py` — the service's AWS errors (codes and message shapes) on the one envelope of
+  emulator.wire.awserrors. Every service has one.
+- `control.py` — control-plane operations as plain methods (dict in, dict out) over the store, so the
+  manifests, the tests and boto3 reach the same code.
+- `runtime.py` — data-plane operations (invocations, converse).
+- `shapes.py` — requests checked and typed into the store's resources.
+- `bidirectional.py` — (SageMaker) the HTTP/2 event stream <-> the container's WebSocket.
+- `template.py` — (CloudFormation) a template's resources created through the other services.
+- `request_log.py` — (Bedrock) the requests the service answered, kept for the operator's routes
+  (`/_emulator/...`, emulator/admin.py; not an AWS API).
+
+No other file lives in a service folder, and the services never import each other: what one needs of
+another (CloudFormation creating SageMaker and AgentCore resources) goes through the operation tables
+that `emulator/app.py` wires in. Below them: emulator.wire, emulator.controller, emulator.llm.
+"""

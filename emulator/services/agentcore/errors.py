@@ -1,0 +1,45 @@
+"""Bedrock AgentCore's errors, as the service models them: restJson1 with the code in `x-amzn-ErrorType`
+and a lower-case `message` in the body; `ValidationException` with `reason` and `fieldList`."""
+
+from __future__ import annotations
+
+from quart import Response
+
+from emulator.wire.awserrors import AwsError, rest_json_error
+
+
+def agentcore_error(err: AwsError) -> Response:
+    """AgentCore's error bodies carry a lower-case `message`."""
+    return rest_json_error(err, message_member="message")
+
+
+def field_error(name: str, message: str) -> AwsError:
+    """AgentCore's ValidationException: `message`, `reason` and the offending field."""
+    return AwsError(
+        "ValidationException",
+        f"1 validation error detected: {message}",
+        400,
+        reason="FieldValidationFailed",
+        fieldList=[{"name": name, "message": message}],
+    )
+
+
+def not_found(message: str) -> AwsError:
+    return AwsError("ResourceNotFoundException", message, 404)
+
+
+def conflict(message: str) -> AwsError:
+    return AwsError("ConflictException", message, 409)
+
+
+def access_denied(account_id: str, resource: str) -> AwsError:
+    return AwsError(
+        "AccessDeniedException",
+        f"User: arn:aws:iam::{account_id}:user/emulator is not authorized to perform: "
+        f"bedrock-agentcore:InvokeAgentRuntime on resource: {resource}",
+        403,
+    )
+
+
+def runtime_client_error(message: str) -> AwsError:
+    return AwsError("RuntimeClientError", message, 424)

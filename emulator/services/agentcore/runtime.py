@@ -1,0 +1,205 @@
+"""Bedrock AgentCore Runtime's data plane: InvokeAgentRuntime (restJson1).
+
+Data plane (`bedrock-agentcore`): `POST /runtimes/<URL-encoded runtime ARN>/invocations?qualifier=Q`
+forwards the payload to the runtime replica's `POST /invocations` (AgentCore's container contract:
+port 8080 in a container, `GET /ping`, the session-id header) and passes the answer through as it
+arrives, `text/event-stream` included. The session id (`X-Amzn-Bedrock-AgentCore-Runtime-Session-Id`,
+33 to 256 characters) is generated when absent and returned in the response header.
+
+Errors as the service models them (body `{"message": ...}`, code in `x-amzn-ErrorType`):
+`ValidationException` 400 (bad session id, malformed ARN, a bare runtime id without `accountId`),
+`AccessDeniedException` 403 (another account's runtime), `ResourceNotFoundException` 404 (unknown
+runtime or qualifier, a runtime whose creation failed), `RetryableConflictException` 409 (the runtime
+is still CREATING), `RuntimeClientError` 424 (the container answered non-2xx, is not answering, or
+could not be reached). A container that breaks off mid-answer breaks off the client's response too
+(the HTTP/1.1 chunked body ends without its last chunk), which botocore raises as
+`ResponseStreamingError`. The fidelity latency knobs delay the request and every response chunk.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import httpx
+from quart import Blueprint, Response, request
+
+from emulator.config import EmulatorConfig
+from emulator.controller.routing import Lease
+from emulator.controller.store import AgentRuntime, Replica
+from emulator.services.agentcore.control import AgentRuntimeControl
+from emulator.services.agentcore.errors import (
+    access_denied,
+    agentcore_error,
+    field_error,
+    not_found,
+    runtime_client_error,
+)
+from emulator.services.agentcore.shapes import DEFAULT_ENDPOINT
+from emulator.wire.awserrors import AwsError, render_errors, request_id
+from emulator.wire.fidelity import Delay, delayed_chunks
+
+SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
+MAX_PAYLOAD = 100_000_000
+FORWARDED = (
+    "Content-Type",
+    "Accept",
+    SESSION_HEADER,
+    "X-Amzn-Bedrock-AgentCore-Runtime-User-Id",
+    "X-Amzn-Trace-Id",
+    "traceparent",
+    "tracestate",
+    "baggage",
+    "Mcp-Session-Id",
+    "Mcp-Protocol-Version",
+)
+CUSTOM_HEADER_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
+REQUEST_ID_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Request-Id"
+INVOCATION_TIMEOUT = httpx.Timeout(900.0, connect=10.0)
+"""AgentCore lets a request run 15 minutes, however long the agent stays silent in between."""
+
+
+class StreamBroken(Exception):
+    """Raised out of a response body to abort it, as the container aborted its own."""
+
+
+class Invocation:
+    """Where one InvokeAgentRuntime goes: the runtime, its replica, the session id."""
+
+    def __init__(self, runtime: AgentRuntime, replica: Replica, session_id: str) -> None:
+        self.runtime = runtime
+        self.replica = replica
+        self.session_id = session_id
+
+
+def resolve(
+    control: AgentRuntimeControl,
+    target: str,
+    qualifier: str | None,
+    session_id: str | None,
+    account_id: str | None = None,
+) -> Invocation:
+    """The runtime named by an ARN (or by its id with `accountId`, as the service requires), the
+    qualifier, and a checked session id. Another account's runtime is refused as AWS refuses a caller
+    without a grant on it (AccessDeniedException), by ARN or by id; this emulator is one account."""
+    if session_id is not None and not 33 <= len(session_id) <= 256:
+        raise field_error(
+            "runtimeSessionId",
+            f"Value at 'runtimeSessionId' failed to satisfy constraint: Member must have length "
+            f"between 33 and 256 (got {len(session_id)})",
+        )
+    runtime_id = target
+    if target.startswith("arn:"):
+        parts = target.split(":", 5)
+        if len(parts) != 6 or parts[2] != "bedrock-agentcore" or not parts[5].startswith("runtime/"):
+            raise field_error(
+                "agentRuntimeArn",
+                f"{target} is not an agent runtime ARN (arn:aws:bedrock-agentcore:REGION:ACCOUNT:runtime/ID)",
+            )
+        if parts[4] != control.account_id:
+            raise access_denied(control.account_id, target)
+        if parts[3] != control.region:
+            raise not_found(f"No agent runtime {target} in account {control.account_id} in {control.region}")
+        runtime_id = parts[5].removeprefix("runtime/")
+    elif account_id is None:
+        raise field_error("accountId", "accountId is required when the agent runtime is named by its id")
+    elif account_id != control.account_id:
+        arn = f"arn:aws:bedrock-agentcore:{control.region}:{account_id}:runtime/{target}"
+        raise access_denied(control.account_id, arn)
+    runtime = control.store.agent_runtimes.get(runtime_id)
+    if runtime is None or runtime.status == "DELETING":
+        raise not_found(f"No agent runtime found for {target}")
+    name = qualifier or DEFAULT_ENDPOINT
+    if name not in runtime.endpoints:
+        raise not_found(f"No endpoint {name} on agent runtime {runtime.id}")
+    replica = runtime.current
+    if replica is None:
+        if runtime.status == "CREATING":
+            raise AwsError(
+                "RetryableConflictException",
+                f"Agent runtime {runtime.id} is still CREATING; retry once it is READY",
+                409,
+            )
+        raise not_found(
+            f"Agent runtime {runtime.id} has no READY version ({runtime.status}: {runtime.failure_reason})"
+        )
+    if not replica.ready or replica.address is None:
+        raise runtime_client_error(
+            f"The agent runtime's container is not answering GET /ping (phase {replica.phase}, "
+            f"{replica.restarts} restart(s)); see {replica.log_path}"
+        )
+    return Invocation(runtime, replica, session_id or f"emulator-{uuid.uuid4()}")
+
+
+def runtime_blueprint(
+    config: EmulatorConfig, control: AgentRuntimeControl, http: httpx.AsyncClient
+) -> Blueprint:
+    bp = Blueprint("agentcore_runtime", __name__)
+    render_errors(bp, agentcore_error)
+
+    @bp.post("/runtimes/<path:target>/invocations")
+    async def invoke(target: str) -> Response:
+        body = await request.get_data()
+        try:
+            if len(body) > MAX_PAYLOAD:
+                raise field_error("payload", f"Member must have length less than or equal to {MAX_PAYLOAD}")
+            qualifier = request.args.get("qualifier")
+            call = resolve(
+                control, target, qualifier, request.headers.get(SESSION_HEADER), request.args.get("accountId")
+            )
+        except AwsError as err:
+            return agentcore_error(err)
+        headers = {h: request.headers[h] for h in FORWARDED if h in request.headers}
+        headers |= {k: v for k, v in request.headers.items() if k.lower().startswith(CUSTOM_HEADER_PREFIX)}
+        headers[SESSION_HEADER] = call.session_id
+        headers[REQUEST_ID_HEADER] = request_id()
+        await Delay(config.latency_in_ms, config.jitter_in_ms).hold(time.monotonic())
+        host, port = call.replica.address or ("127.0.0.1", 0)
+        lease = Lease(call.replica)
+        try:
+            upstream = await http.send(
+                http.build_request(
+                    "POST",
+                    f"http://{host}:{port}/invocations",
+                    content=body,
+                    headers=headers,
+                    timeout=INVOCATION_TIMEOUT,
+                ),
+                stream=True,
+            )
+            if not 200 <= upstream.status_code < 300:
+                text = (await upstream.aread()).decode(errors="replace")
+                await upstream.aclose()
+                raise runtime_client_error(
+                    f"Received error ({upstream.status_code}) from runtime. Check your CloudWatch logs "
+                    f"for more information. Response: {text[:1000]} (emulator log: {call.replica.log_path})"
+                )
+        except (httpx.HTTPError, AwsError) as exc:
+            lease.release()
+            if isinstance(exc, httpx.HTTPError):
+                exc = runtime_client_error(f"could not reach the agent runtime's container: {exc}")
+            return agentcore_error(exc)
+
+        async def passthrough() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in delayed_chunks(
+                    upstream.aiter_raw(), Delay(config.latency_out_ms, config.jitter_out_ms)
+                ):
+                    yield chunk
+            except httpx.HTTPError as exc:
+                reason = f"the agent runtime's container broke off its answer: {type(exc).__name__} {exc}"
+                control.store.events.add("Warning", "StreamBroken", call.replica.id, reason)
+                raise StreamBroken(reason) from None  # the client's response breaks off too
+            finally:
+                await upstream.aclose()
+                lease.release()
+
+        return Response(
+            passthrough(),
+            status=upstream.status_code,
+            content_type=upstream.headers.get("Content-Type", "application/octet-stream"),
+            headers={SESSION_HEADER: call.session_id, "x-amzn-RequestId": headers[REQUEST_ID_HEADER]},
+        )
+
+    return bp

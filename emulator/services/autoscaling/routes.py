@@ -1,0 +1,15 @@
+"""Application Auto Scaling's routes: its operations under awsJson1.1's `POST /`, target prefix
+`AnyScaleFrontendService` (errors in awsJson1.1's `__type` envelope)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from emulator.services.autoscaling.control import AutoScaling
+from emulator.wire.awsjson import Operation
+
+TARGET_PREFIX = "AnyScaleFrontendService"
+
+
+def json_targets(control: AutoScaling) -> dict[str, Mapping[str, Operation]]:
+    return {TARGET_PREFIX: control.operations()}

@@ -1,0 +1,15 @@
+"""Bedrock Runtime's routes: `POST /model/<id>/converse` and `.../converse-stream` (restJson1, the
+answer as Bedrock's JSON or event stream), errors in Bedrock's envelope (errors.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quart import Blueprint
+
+from emulator.services.bedrock.request_log import RequestLog
+from emulator.services.bedrock.runtime import runtime_blueprint
+
+
+def blueprints(config: Any, requests: RequestLog, *, preload: bool) -> list[Blueprint]:
+    return [runtime_blueprint(config, preload=preload, requests=requests)]

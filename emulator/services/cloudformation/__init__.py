@@ -1,0 +1,2 @@
+"""CloudFormation: the stacks the emulator holds (awsQuery, `control.py`), what `agent-infra destroy`
+calls."""

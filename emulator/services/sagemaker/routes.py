@@ -1,0 +1,32 @@
+"""SageMaker's routes: the control plane's operations under awsJson1.1's `POST /` (target prefix
+`SageMaker`), the runtime's `/endpoints/<name>/invocations` and `.../invocations-response-stream`
+(restJson1, HTTP/1.1) and the bidirectional stream's `.../invocations-bidirectional-stream` (HTTP/2),
+each answering errors in SageMaker's restJson1 envelope (`Message`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import httpx
+from quart import Blueprint
+
+from emulator.config import EmulatorConfig
+from emulator.controller.routing import Router
+from emulator.controller.runtimes import Runtime
+from emulator.services.sagemaker.bidirectional import bidirectional_blueprint
+from emulator.services.sagemaker.control import ControlPlane
+from emulator.services.sagemaker.runtime import runtime_blueprint
+from emulator.wire.awsjson import Operation
+
+TARGET_PREFIX = "SageMaker"
+
+
+def json_targets(control: ControlPlane) -> dict[str, Mapping[str, Operation]]:
+    """The control plane for awsJson1.1's one `POST /` (emulator.wire.awsjson)."""
+    return {TARGET_PREFIX: control.operations()}
+
+
+def blueprints(
+    config: EmulatorConfig, router: Router, runtime: Runtime, http: httpx.AsyncClient
+) -> list[Blueprint]:
+    return [runtime_blueprint(config, router, http), bidirectional_blueprint(config, router, runtime)]

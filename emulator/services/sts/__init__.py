@@ -1,0 +1,1 @@
+"""STS: GetCallerIdentity, what the deploy commands confirm credentials with (awsQuery)."""

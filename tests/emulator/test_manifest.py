@@ -1,0 +1,43 @@
+"""Manifests: the shipped ones load, malformed or unreadable ones are ManifestError."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from emulator.manifest import DEFAULT_MANIFEST, Manifest, ManifestError, load_manifest
+
+
+def test_shipped_manifests_load() -> None:
+    for path in DEFAULT_MANIFEST.parent.glob("*.yaml"):
+        if "resources" in path.read_text():
+            manifest = load_manifest(path)
+            # empty.yaml is an emulator with nothing in it, for `deploy aws --target local` to fill
+            assert manifest.endpoints or path.name == "empty.yaml", path
+
+
+def test_default_manifest_is_the_kokoro_endpoint() -> None:
+    manifest = load_manifest(DEFAULT_MANIFEST)
+    assert manifest.endpoints == ["kokoro-82m"]
+    model = next(r for r in manifest.resources if r.kind == "Model")
+    assert model.spec["PrimaryContainer"]["Environment"] == {"TTS_VOICE": "jm_kumo"}
+    config = next(r for r in manifest.resources if r.kind == "EndpointConfig")
+    assert config.spec["ProductionVariants"][0]["InstanceType"] == "ml.g5.xlarge"
+
+
+@pytest.mark.parametrize(
+    "obj",
+    ["text", {"resources": [{"kind": "Pod", "spec": {}}]}, {"extra": 1}, {"images": {"x": {"cmd": "no"}}}],
+)
+def test_malformed_manifests_are_manifest_errors(obj: object) -> None:
+    with pytest.raises(ManifestError):
+        Manifest.from_obj(obj)
+
+
+def test_unreadable_manifest_is_a_manifest_error(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("resources: [unclosed")
+    with pytest.raises(ManifestError, match="not valid YAML"):
+        load_manifest(tmp_path / "bad.yaml")
+    with pytest.raises(ManifestError, match="cannot read"):
+        load_manifest(tmp_path / "missing.yaml")

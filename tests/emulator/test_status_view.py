@@ -1,0 +1,81 @@
+"""What `python -m emulator status` and `logs` print."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def test_status_says_how_response_streams_are_split() -> None:
+    from emulator.status_view import format_status
+
+    info = {
+        "pid": 1,
+        "http_url": "u",
+        "h2_url": "h",
+        "runtime": "process",
+        "rechunk": "off (one part per container write)",
+    }
+    out = format_status({"emulator": info, "endpoints": [], "events": []})
+    assert "response streams split: off (one part per container write)" in out
+
+
+def test_logs_cover_the_replicas_of_endpoints_and_agent_runtimes(tmp_path: Path) -> None:
+    from emulator.status_view import format_logs, replicas
+
+    def replica(name: str) -> dict[str, Any]:
+        log = tmp_path / f"{name}.log"
+        log.write_text("".join(f"{name} line {i}\n" for i in range(10)))
+        return {"id": name, "ident": f"pid {len(name)}", "log": str(log)}
+
+    status = {
+        "endpoints": [{"name": "tts", "replicas": [replica("tts-a"), replica("tts-b")]}],
+        "agent_runtimes": [{"name": "agent", "replicas": [replica("agent-v1")]}],
+    }
+    every = replicas(status)
+    assert [r["id"] for r in every] == ["tts-a", "tts-b", "agent-v1"]
+    out = format_logs(every, 2).splitlines()
+    assert out[6] == f"==> agent-v1 (pid 8) {tmp_path / 'agent-v1.log'} <=="
+    assert out[7:] == ["agent-v1 line 8", "agent-v1 line 9"]
+
+
+def test_status_shows_each_replicas_load_and_saturation() -> None:
+    from emulator.status_view import format_status
+
+    def replica(name: str, load: dict[str, Any] | None) -> dict[str, Any]:
+        return {
+            "id": name,
+            "variant": "AllTraffic",
+            "deployment": "current",
+            "phase": "Running",
+            "ready": True,
+            "restarts": 0,
+            "sessions": 4,
+            "port": 8080,
+            "ident": "pid 1",
+            "started": None,
+            "load": load,
+        }
+
+    endpoint = {
+        "name": "tts",
+        "status": "InService",
+        "config": "tts",
+        "created": None,
+        "variants": [],
+        "replicas": [
+            replica("tts-a", {"sessions": 4, "capacity": 3, "saturated": True}),
+            replica("tts-b", {"sessions": 2, "capacity": 3, "saturated": False}),
+            replica("tts-c", None),
+        ],
+    }
+    info = {"pid": 1, "http_url": "u", "h2_url": "h", "runtime": "process"}
+    rows = {
+        line.split()[0]: line
+        for line in format_status({"emulator": info, "endpoints": [endpoint], "events": []}).splitlines()
+        if line.strip()
+    }
+    assert "LOAD" in rows["REPLICA"]
+    assert "4/3 SATURATED" in rows["tts-a"]
+    assert "2/3" in rows["tts-b"] and "SATURATED" not in rows["tts-b"]
+    assert "SATURATED" not in rows["tts-c"]

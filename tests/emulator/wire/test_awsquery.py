@@ -1,0 +1,56 @@
+"""awsQuery written once (emulator/wire/awsquery.py): botocore's flattened form back into the request's
+shape, and a result's members into the XML botocore parses back into the same shape."""
+
+from __future__ import annotations
+
+import botocore.session
+from botocore.parsers import QueryParser
+from botocore.serialize import QuerySerializer
+
+from emulator.wire.awsquery import to_xml, unflatten
+
+
+def _model(service: str):
+    return botocore.session.get_session().get_service_model(service)
+
+
+def test_the_form_botocore_flattens_comes_back_as_the_request():
+    operation = _model("cloudformation").operation_model("CreateStack")
+    request = {
+        "StackName": "S",
+        "TemplateBody": "{}",
+        "Capabilities": ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"],
+        "Parameters": [
+            {"ParameterKey": "A", "ParameterValue": "1"},
+            {"ParameterKey": "B", "ParameterValue": "2"},
+        ],
+        "Tags": [{"Key": "project", "Value": "voice"}],
+    }
+    form = QuerySerializer().serialize_to_request(request, operation)["body"]
+    params = unflatten(form)
+    assert params.pop("Action") == "CreateStack" and params.pop("Version")
+    assert params == request
+
+
+def test_a_result_is_the_xml_botocore_parses_back():
+    operation = _model("cloudformation").operation_model("DescribeStacks")
+    result = {
+        "Stacks": [
+            {
+                "StackName": "S",
+                "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/S/1",
+                "CreationTime": "2026-01-01T00:00:00.000+00:00",
+                "StackStatus": "CREATE_COMPLETE",
+                "Outputs": [{"OutputKey": "Arn", "OutputValue": "a<b&c"}],
+            }
+        ]
+    }
+    body = (
+        '<DescribeStacksResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/">'
+        f"<DescribeStacksResult>{to_xml(result)}</DescribeStacksResult></DescribeStacksResponse>"
+    ).encode()
+    parsed = QueryParser().parse({"body": body, "headers": {}, "status_code": 200}, operation.output_shape)
+    (stack,) = parsed["Stacks"]
+    assert stack["StackName"] == "S" and stack["StackStatus"] == "CREATE_COMPLETE"
+    assert stack["Outputs"] == [{"OutputKey": "Arn", "OutputValue": "a<b&c"}]
+    assert stack["CreationTime"].year == 2026

@@ -34,7 +34,7 @@ from typing import Any
 from deploy.errors import DeployError
 
 STACK_TAG = "aws:cloudformation:stack-name"
-"""The tag CloudFormation puts on what it creates; the emulator's CloudFormation face reads it."""
+"""The tag CloudFormation puts on what it creates; the emulator's CloudFormation reads it."""
 
 ASSET_URI = re.compile(r"container-assets-[^:/]+:(?P<hash>[0-9a-f]{64})$")
 

@@ -1,4 +1,4 @@
-"""SigV4 on (`EMULATOR_SIGV4_KEYS`): every AWS face refuses every bad signature, the same way.
+"""SigV4 on (`EMULATOR_SIGV4_KEYS`): every AWS service's routes refuse every bad signature, the same way.
 
 Faces: the control plane, InvokeEndpoint, InvokeEndpointWithResponseStream, the bidirectional stream
 (HTTP/2), Bedrock Converse and ConverseStream. Bad signatures: none, a wrong secret, an unknown key, a
@@ -54,7 +54,7 @@ def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
 
 
 @dataclass(frozen=True)
-class Face:
+class Route:
     path: str
     service: str
     headers: dict[str, str]
@@ -63,30 +63,30 @@ class Face:
     json_protocol: bool = False
 
 
-FACES = {
-    "control plane": Face(
+ROUTES = {
+    "control plane": Route(
         "/",
         "sagemaker",
         {"X-Amz-Target": "SageMaker.ListEndpoints", "Content-Type": "application/x-amz-json-1.1"},
         b"{}",
         json_protocol=True,
     ),
-    "InvokeEndpoint": Face(
+    "InvokeEndpoint": Route(
         "/endpoints/echo/invocations", "sagemaker", {"Content-Type": "application/octet-stream"}, b"hello"
     ),
-    "response stream": Face(
+    "response stream": Route(
         "/endpoints/echo/invocations-response-stream",
         "sagemaker",
         {"Content-Type": "application/octet-stream"},
         b"hello",
     ),
-    "Converse": Face(
+    "Converse": Route(
         "/model/emulated/converse", "bedrock", {"Content-Type": "application/json"}, converse_body()
     ),
-    "ConverseStream": Face(
+    "ConverseStream": Route(
         "/model/emulated/converse-stream", "bedrock", {"Content-Type": "application/json"}, converse_body()
     ),
-    "bidirectional stream": Face(
+    "bidirectional stream": Route(
         BIDI_PATH.format(name="echo"),
         "sagemaker",
         STREAMING_HEADERS,
@@ -104,7 +104,7 @@ class Mistake:
     secret: str = SECRET
     skew: datetime.timedelta | None = None
     signed_body: bytes | None = None
-    """Sign this body (declared in x-amz-content-sha256), then send the face's own."""
+    """Sign this body (declared in x-amz-content-sha256), then send the route's own."""
     declared_hash: str | None = None
     unsigned: bool = False
     extra: dict[str, str] = field(default_factory=dict)
@@ -125,12 +125,12 @@ MISTAKES = {
 }
 
 
-def _request(emu: Emulator, face: Face, mistake: Mistake | None) -> tuple[dict[str, str], bytes]:
-    headers = dict(face.headers)
+def _request(emu: Emulator, route: Route, mistake: Mistake | None) -> tuple[dict[str, str], bytes]:
+    headers = dict(route.headers)
     if mistake is not None and mistake.unsigned:
-        return headers, face.body
+        return headers, route.body
     mistake = mistake or Mistake("")
-    signed_body = face.body
+    signed_body = route.body
     if mistake.signed_body is not None:
         signed_body = mistake.signed_body
         headers["x-amz-content-sha256"] = sha256_hex(signed_body)
@@ -139,44 +139,44 @@ def _request(emu: Emulator, face: Face, mistake: Mistake | None) -> tuple[dict[s
     at = None
     if mistake.skew is not None:
         at = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) + mistake.skew
-    base = emu.h2_url if face.http2 else emu.http_url
+    base = emu.h2_url if route.http2 else emu.http_url
     signed = sign(
         "POST",
-        f"{base}{face.path}",
+        f"{base}{route.path}",
         signed_body,
         key=mistake.key,
         secret=mistake.secret,
-        service=face.service,
+        service=route.service,
         headers=headers,
         at=at,
     )
-    return signed, face.body
+    return signed, route.body
 
 
 @pytest.mark.parametrize("mistake_name", list(MISTAKES))
-@pytest.mark.parametrize("face_name", list(FACES))
-async def test_every_face_refuses_every_bad_signature(
-    emu: Emulator, face_name: str, mistake_name: str
+@pytest.mark.parametrize("route_name", list(ROUTES))
+async def test_every_route_refuses_every_bad_signature(
+    emu: Emulator, route_name: str, mistake_name: str
 ) -> None:
-    face, mistake = FACES[face_name], MISTAKES[mistake_name]
-    headers, body = _request(emu, face, mistake)
-    answer = await post(emu, face.path, body, headers, http2=face.http2)
-    say(f"{face_name}: {mistake_name}", answer.describe())
+    route, mistake = ROUTES[route_name], MISTAKES[mistake_name]
+    headers, body = _request(emu, route, mistake)
+    answer = await post(emu, route.path, body, headers, http2=route.http2)
+    say(f"{route_name}: {mistake_name}", answer.describe())
     assert answer.status == 403, answer.describe()
     assert answer.error_type == mistake.code
     document = json.loads(answer.body)
-    if face.json_protocol:
+    if route.json_protocol:
         assert document["__type"] == mistake.code
     message = document.get("Message") or document.get("message") or ""
     assert mistake.message in message
 
 
-@pytest.mark.parametrize("face_name", [name for name, face in FACES.items() if not face.http2])
-async def test_a_correct_signature_passes_on_every_face(emu: Emulator, face_name: str) -> None:
-    face = FACES[face_name]
-    headers, body = _request(emu, face, None)
-    answer = await post(emu, face.path, body, headers)
-    say(f"{face_name}: correctly signed", answer.describe())
+@pytest.mark.parametrize("route_name", [name for name, route in ROUTES.items() if not route.http2])
+async def test_a_correct_signature_passes_on_every_route(emu: Emulator, route_name: str) -> None:
+    route = ROUTES[route_name]
+    headers, body = _request(emu, route, None)
+    answer = await post(emu, route.path, body, headers)
+    say(f"{route_name}: correctly signed", answer.describe())
     assert answer.status == 200, answer.describe()
     assert all(e.message_type == "event" for e in answer.events)
 

@@ -49,7 +49,7 @@ def test_env_carries_the_configured_key(emu: Emulator) -> None:
     assert (emu.env["AWS_ACCESS_KEY_ID"], emu.env["AWS_SECRET_ACCESS_KEY"]) == (KEY, SECRET)
 
 
-def test_signed_requests_pass_on_every_face(emu: Emulator) -> None:
+def test_signed_requests_pass_on_every_service(emu: Emulator) -> None:
     assert (
         boto_client(emu, "sagemaker").describe_endpoint(EndpointName="echo")["EndpointStatus"] == "InService"
     )

@@ -1,4 +1,4 @@
-"""The emulator's Bedrock Runtime face, driven by the official clients (boto3, Strands' BedrockModel).
+"""The emulator's Bedrock Runtime, driven by the official clients (boto3, Strands' BedrockModel).
 
 Each backend runs behind the real blueprint in a real Hypercorn server on a loopback port. The
 OpenAI-compatible backend talks to `openai_double`, a small Starlette server standing in for an

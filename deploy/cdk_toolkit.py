@@ -1,7 +1,9 @@
-"""The seam between the orchestration and the CDK: synthesize the app, deploy named stacks.
+"""The AWS `Toolkit` (deploy/toolkit.py): synthesize the app, deploy named stacks, take them down.
 
-`CdkToolkit` is the real one: Python synthesis in this process, then `cdk deploy --app <assembly>` as a
-subprocess, so what is deployed is exactly what was synthesized. Tests put a recorder here instead.
+Python synthesis in this process, then `cdk deploy --app <assembly>` as a subprocess, so what is
+deployed is exactly what was synthesized; its prerequisites are AWS's (credentials, the CDK CLI,
+Docker, the bootstrap: deploy/prereqs.py); destroy deletes the stacks through CloudFormation
+(deploy/teardown.py). Tests put a recorder in place of `deploy`.
 """
 
 from __future__ import annotations
@@ -10,22 +12,25 @@ import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
 
+from deploy.aws import Aws
 from deploy.config import DeployConfig
 from deploy.errors import CdkFailed
-from deploy.part import Part
-
-
-class Cdk(Protocol):
-    def synth(self, parts: Sequence[Part]) -> Path: ...
-
-    def deploy(self, stacks: Sequence[str]) -> None: ...
+from deploy.part import Identity, Part
+from deploy.prereqs import check_prerequisites
+from deploy.teardown import destroy
+from deploy.toolkit import Echo
 
 
 class CdkToolkit:
     def __init__(self, config: DeployConfig):
         self.config = config
+
+    def check(self, config: DeployConfig, aws: Aws, parts: Sequence[Part]) -> Identity:
+        return check_prerequisites(config, aws, parts)
+
+    def destroy(self, parts: Sequence[Part], aws: Aws, identity: Identity, echo: Echo) -> str:
+        return destroy(self.config, parts, aws, identity, echo)
 
     def synth(self, parts: Sequence[Part]) -> Path:
         # Imported here: aws-cdk-lib is the `cdk` extra, and status and destroy run without it.

@@ -7,42 +7,37 @@ Destroy goes through the parts backwards (see `deploy.teardown`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from deploy.aws import Aws
-from deploy.cdk_toolkit import Cdk
 from deploy.config import DeployConfig
-from deploy.part import Identity, Part
-from deploy.prereqs import check_prerequisites, require_identity
+from deploy.part import Part
+from deploy.prereqs import require_identity
 from deploy.status import Status
-from deploy.teardown import destroy
-
-Echo = Callable[[str], None]
-Check = Callable[[DeployConfig, Aws, Sequence[Part]], Identity]
+from deploy.toolkit import Echo, Toolkit
 
 
 def deploy_parts(
     config: DeployConfig,
     parts: Sequence[Part],
     aws: Aws,
-    cdk: Cdk,
+    toolkit: Toolkit,
     *,
     wait: bool = True,
     echo: Echo = print,
-    check: Check = check_prerequisites,
 ) -> list[Status]:
-    """`check` is AWS's prerequisites (credentials, CDK CLI, Docker, bootstrap), or the rehearsal's."""
+    """The toolkit checks its prerequisites (AWS's, or the emulator's), synthesizes and applies."""
     summary = [line for part in parts for line in part.summary()]  # refuses an image its AMI cannot run
-    identity = check(config, aws, parts)
+    identity = toolkit.check(config, aws, parts)
     echo(f"deploying to account {identity.account} in {identity.region} as {identity.arn}")
-    assembly = cdk.synth(parts)
+    assembly = toolkit.synth(parts)
     echo(f"synthesized {assembly}")
     for line in summary:
         echo(line)
     statuses = []
     for part in parts:
         echo(f"{part.kind}: cdk deploy {' '.join(part.stacks)}")
-        cdk.deploy(part.stacks)
+        toolkit.deploy(part.stacks)
         if wait:
             echo(f"{part.kind}: waiting (a check every {config.wait_delay_s:g} s)")
             status = part.wait(aws)
@@ -53,10 +48,12 @@ def deploy_parts(
     return statuses
 
 
-def destroy_parts(config: DeployConfig, parts: Sequence[Part], aws: Aws, *, echo: Echo = print) -> str:
+def destroy_parts(
+    config: DeployConfig, parts: Sequence[Part], aws: Aws, toolkit: Toolkit, *, echo: Echo = print
+) -> str:
     identity = require_identity(aws)
     echo(f"destroying in account {identity.account} in {identity.region}")
-    notice = destroy(config, parts, aws, identity, echo)
+    notice = toolkit.destroy(parts, aws, identity, echo)
     echo(notice)
     return notice
 

@@ -1,6 +1,6 @@
 """`--target local`: the deploy rehearsed on the emulator that `python -m emulator env` points at.
 
-`LocalToolkit` takes the place of `CdkToolkit` (the same `Cdk` seam) and adds what destroy needs:
+`LocalToolkit` is the emulator's `Toolkit` (deploy/toolkit.py), in the place of `CdkToolkit`:
 
 - `synth` is `CdkToolkit.synth`: the same stacks, in the same cloud assembly.
 - `deploy(stacks)` does what CloudFormation would, per stack: builds the stack's image assets from
@@ -9,13 +9,16 @@
   `voice-agent-aws-rehearsal/<name>:<asset hash>`; then creates the template's resources through boto3
   on the emulator (`deploy/template_calls.py`), printing every property the emulator cannot honour.
   AgentCore runs linux/arm64; the rehearsal builds and runs the agent's image for linux/amd64 and says so.
-- `destroy(parts)` deletes, newest first, what the record (`<rehearsal_dir>/rehearsal.json`) says was
-  made: runtime endpoints and runtimes, endpoints (waiting until their containers are gone), configs,
-  models, the local buckets, and the image tags.
+- `destroy(parts, ...)` deletes, newest first, what the record (`<rehearsal_dir>/rehearsal.json`) says
+  was made: runtime endpoints and runtimes, endpoints (waiting until their containers are gone),
+  configs, models, the local buckets, and the image tags. A record that cannot be read (not JSON, not
+  the record's shape, the directory a file) is a `RehearsalError` that says so and leaves it as it is.
 
-The clients reach the emulator through the variables `python -m emulator env --json` prints (boto3's
-`AWS_ENDPOINT_URL_<SERVICE>`), set in this process; the prerequisites are the emulator's identity (its
-STS), as there is no CDK bootstrap or CLI to check.
+The clients reach the emulator through its variables (boto3's `AWS_ENDPOINT_URL_<SERVICE>`, region
+and credentials, given to boto3 explicitly: `Aws.from_variables`): the ones already in the environment
+(`eval "$(python -m emulator env)"`, an emulator started with `--home H` included), else what
+`python -m emulator env --json` prints. The prerequisites are the emulator's identity (its STS), as
+there is no CDK bootstrap or CLI to check.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from deploy.aws import Aws
+from deploy.aws import Aws, endpoint_variable
 from deploy.cdk_toolkit import CdkToolkit
 from deploy.config import DeployConfig
 from deploy.errors import DeployError
@@ -47,6 +50,8 @@ BUILD_PLATFORM = "linux/amd64"
 RECORD_NAME = "rehearsal.json"
 GONE = {"ValidationException", "ResourceNotFoundException"}
 """The errors SageMaker (an unknown endpoint) and AgentCore answer for what no longer exists."""
+SERVICES = ("sts", "sagemaker", "application-autoscaling", "bedrock-agentcore-control")
+"""The services the rehearsal calls: with all their endpoints in the environment, it uses those."""
 
 Echo = Callable[[str], None]
 
@@ -55,8 +60,13 @@ class RehearsalError(DeployError):
     """The rehearsal cannot go on (no emulator, a build or a call that failed)."""
 
 
-def emulator_env() -> dict[str, str]:
-    """The variables that point boto3 at the running emulator."""
+def emulator_variables(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables that point boto3 at the running emulator: the environment's, when it names every
+    service the rehearsal calls, else `python -m emulator env --json`'s (EMULATOR_HOME finds the
+    emulator's home)."""
+    environ = os.environ if environ is None else environ
+    if all(environ.get(endpoint_variable(service)) for service in SERVICES):
+        return dict(environ)
     result = subprocess.run([*EMULATOR_COMMAND, "env", "--json"], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         reason = (result.stderr.strip().splitlines() or ["no answer"])[-1]
@@ -74,12 +84,32 @@ def image_tag(dockerfile: str, asset_hash: str) -> str:
     return f"{IMAGE_REPOSITORY}/{name}:{asset_hash[:16]}"
 
 
+def _is_record(record: Any) -> bool:
+    """The record's shape: stacks by name, each with its undo calls and image tags; the exports."""
+    if not isinstance(record, dict) or not isinstance(record.get("stacks"), dict):
+        return False
+    if not isinstance(record.get("exports", {}), dict):
+        return False
+    for entry in record["stacks"].values():
+        if not isinstance(entry, dict) or not isinstance(entry.get("images", []), list):
+            return False
+        undo = entry.get("undo", [])
+        if not isinstance(undo, list) or not all(
+            isinstance(call, dict)
+            and isinstance(call.get("service"), str)
+            and isinstance(call.get("operation"), str)
+            and isinstance(call.get("params"), dict)
+            for call in undo
+        ):
+            return False
+    return True
+
+
 class LocalToolkit:
-    def __init__(self, config: DeployConfig, echo: Echo = print, env: Mapping[str, str] | None = None):
+    def __init__(self, config: DeployConfig, aws: Aws, echo: Echo = print):
         self.config = config
+        self.aws = aws
         self.echo = echo
-        os.environ.update(emulator_env() if env is None else env)
-        self.aws = Aws(region=config.region)
         self._clients: dict[str, Any] = {}
 
     @property
@@ -87,9 +117,25 @@ class LocalToolkit:
         return self.config.rehearsal_dir / RECORD_NAME
 
     def load(self) -> dict[str, Any]:
-        if self.record_path.is_file():
-            return json.loads(self.record_path.read_text())
-        return {"stacks": {}, "exports": {}}
+        """The record of what the rehearsal made; refused (never overwritten) when it cannot be read."""
+        directory = self.config.rehearsal_dir
+        if directory.exists() and not directory.is_dir():
+            raise RehearsalError(f"the rehearsal directory {directory} is a file (DEPLOY_REHEARSAL_DIR?)")
+        if not self.record_path.exists():
+            return {"stacks": {}, "exports": {}}
+        fix = "fix it, or remove it once what it lists is deleted by hand"
+        try:
+            record = json.loads(self.record_path.read_text())
+        except (OSError, ValueError) as exc:
+            raise RehearsalError(
+                f"the rehearsal record {self.record_path} cannot be read ({exc}); {fix}"
+            ) from exc
+        if not _is_record(record):
+            raise RehearsalError(
+                f"the rehearsal record {self.record_path} is not a record of stacks "
+                f"({{'stacks': {{STACK: {{'undo': [...], 'images': [...]}}}}, 'exports': {{}}}}); {fix}"
+            )
+        return record
 
     def save(self, record: dict[str, Any]) -> None:
         self.record_path.parent.mkdir(parents=True, exist_ok=True)
@@ -157,7 +203,7 @@ class LocalToolkit:
     def deploy(self, stacks: Sequence[str]) -> None:
         identity = require_identity(self.aws)
         record = self.load()
-        scope = Scope(identity.account, identity.region, exports=record["exports"])
+        scope = Scope(identity.account, identity.region, exports=record.setdefault("exports", {}))
         for stack in stacks:
             if stack in record["stacks"]:
                 raise RehearsalError(f"{stack} is already rehearsed; `destroy --target local` first")
@@ -182,7 +228,7 @@ class LocalToolkit:
                 if not name.startswith("ExportsOutput"):  # CDK's cross-stack exports, named by hash
                     self.echo(f"{stack}: output {name} = {value}")
 
-    def destroy(self, parts: Sequence[Part]) -> str:
+    def destroy(self, parts: Sequence[Part], aws: Aws, identity: Identity, echo: Echo) -> str:
         """Delete what the rehearsal of `parts` made, newest first; the line saying what is left."""
         record = self.load()
         kept: list[str] = []
@@ -190,12 +236,11 @@ class LocalToolkit:
             entry = record["stacks"].get(stack)
             if entry is None:
                 continue
-            self.echo(
-                f"{stack}: deleting {len(entry['undo'])} resource(s) and {len(entry['images'])} image tag(s)"
-            )
-            for undo in reversed(entry["undo"]):
+            undo_calls, images = entry.get("undo", []), entry.get("images", [])
+            echo(f"{stack}: deleting {len(undo_calls)} resource(s) and {len(images)} image tag(s)")
+            for undo in reversed(undo_calls):
                 self._undo(Call(**undo))
-            for tag in entry["images"]:
+            for tag in images:
                 argv = [self.config.docker_command, "image", "rm", tag]
                 subprocess.run(argv, capture_output=True, check=False)
                 if self._image_present(tag):

@@ -47,8 +47,11 @@ def export_lines(env: dict[str, str], keys_configured: bool) -> str:
 
 
 def public_env(config: EmulatorConfig, emu: Emulator) -> dict[str, str]:
-    """The emulator's environment for clients; without the secret when SigV4 keys are configured."""
-    env = dict(emu.env)
+    """The emulator's environment for clients (without the secret when SigV4 keys are configured), and
+    `EMULATOR_HOME`, so that `python -m emulator status|logs|env|down` and the tools that ask
+    `python -m emulator env` find this emulator again from a shell that evaluated these lines (an
+    emulator started with `--home H` included)."""
+    env = {**emu.env, "EMULATOR_HOME": str(config.home_dir)}
     if config.sigv4_keys:
         env.pop("AWS_SECRET_ACCESS_KEY")
     return env

@@ -84,6 +84,7 @@ LAYERS = {
         "deploy.prereqs": 5,
         "deploy.teardown": 5,
         "deploy.app": 5,
+        "deploy.toolkit": 5,
         "deploy.cdk_toolkit": 6,
         "deploy.parts": 7,
         "deploy.orchestrate": 7,

@@ -1,8 +1,10 @@
 """The command lines: `speech-infra` (`speech.py`), `agent-infra` (`agent.py`) and `python -m deploy`
 (`deploy/__main__.py`), with their shared flags in `flags.py`.
 
-What they share besides flags is here: one action per command (`act`) and one error rule (`run`: a
-`DeployError` prints its message and exits 2; no traceback for problems the user can fix).
+What they share besides flags is here: where the stacks go (`target`: the one place the targets
+differ, in the toolkit that receives the template and the clients' endpoints), one action per command
+(`act`) and one error rule (`run`: a `DeployError` prints its message and exits 2; no traceback for
+problems the user can fix).
 """
 
 from __future__ import annotations
@@ -16,16 +18,23 @@ from deploy.config import DeployConfig
 from deploy.errors import DeployError
 from deploy.orchestrate import deploy_parts, destroy_parts, status_of
 from deploy.part import Part
-from deploy.prereqs import check_prerequisites
-from deploy.rehearsal import LocalToolkit
+from deploy.rehearsal import LocalToolkit, emulator_variables
 from deploy.status import Status
+from deploy.toolkit import Toolkit
 
 
-def clients(config: DeployConfig) -> Aws:
-    return Aws(region=config.region)
+def target(config: DeployConfig) -> tuple[Aws, Toolkit]:
+    """The clients and the toolkit for `config.target`: AWS through the CDK, or (`local`) the emulator
+    its variables point at, the same assembly applied there."""
+    if config.target == "local":
+        variables = emulator_variables()
+        aws = Aws.from_variables({**variables, **({"AWS_REGION": config.region} if config.region else {})})
+        return aws, LocalToolkit(config, aws)
+    return Aws(region=config.region), CdkToolkit(config)
 
 
 def toolkit(config: DeployConfig) -> CdkToolkit:
+    """Synthesis alone (`python -m deploy synth`): the same for every target."""
     return CdkToolkit(config)
 
 
@@ -43,20 +52,13 @@ def act(
     status_parts: Sequence[Part] | None = None,
 ) -> int:
     """deploy (in order, waiting unless `no_wait`), destroy (in reverse) or report the status of `parts`,
-    on AWS or, with `--target local`, on the emulator (`deploy.rehearsal`: the only calls that differ)."""
-    if config.target == "local":
-        local = LocalToolkit(config)
-        aws, cdk, check = local.aws, local, local.check
-    else:
-        aws, cdk, check = clients(config), toolkit(config), check_prerequisites
+    wherever `config.target` says (`target`)."""
+    aws, toolkit = target(config)
     if action in {"aws", "deploy"}:
-        statuses = deploy_parts(config, parts, aws, cdk, wait=not no_wait, check=check)
+        statuses = deploy_parts(config, parts, aws, toolkit, wait=not no_wait)
         return 0 if no_wait or all(status.ready for status in statuses) else 1
     if action == "destroy":
-        if config.target == "local":
-            print(local.destroy(parts))
-        else:
-            destroy_parts(config, parts, aws)
+        destroy_parts(config, parts, aws, toolkit)
         return 0
     return print_statuses(status_of(config, status_parts or parts, aws))
 

@@ -1,5 +1,6 @@
-"""`--target local` without Docker: no emulator is a clear error; destroy undoes the record newest first,
-waits until endpoints and runtimes are gone, and treats what is already gone as deleted."""
+"""`--target local` without Docker: no emulator is a clear error; an emulator started with `--home` is
+found again; destroy undoes the record newest first, waits until endpoints and runtimes are gone, treats
+what is already gone as deleted, and refuses a record it cannot read with a clear error."""
 
 from __future__ import annotations
 
@@ -13,12 +14,16 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from deploy.aws import Aws
+from deploy.commands import run
 from deploy.config import DeployConfig
+from deploy.part import Identity
 from deploy.parts import all_parts
 from deploy.rehearsal import START_HINT, LocalToolkit, RehearsalError
 from deploy.template_calls import Call
 
 REPO = Path(__file__).resolve().parents[2]
+IDENTITY = Identity("123456789012", "us-east-1", "arn:aws:iam::123456789012:user/emulator")
 
 
 def test_without_an_emulator_the_rehearsal_says_how_to_start_one(tmp_path: Path):
@@ -101,11 +106,11 @@ def test_destroy_undoes_the_record_newest_first_and_leaves_nothing(tmp_path: Pat
     config.rehearsal_dir.mkdir(exist_ok=True)
     (config.rehearsal_dir / "rehearsal.json").write_text(json.dumps(record))
     lines: list[str] = []
-    toolkit = LocalToolkit(config, echo=lines.append, env={})
+    toolkit = LocalToolkit(config, Aws(), echo=lambda line: None)
     emulator = Emulator(toolkit.call)
     toolkit.call = emulator  # type: ignore[method-assign]
 
-    notice = toolkit.destroy(all_parts(config))
+    notice = toolkit.destroy(all_parts(config), toolkit.aws, IDENTITY, lines.append)
 
     assert [operation for operation, _ in emulator.calls] == [
         "delete_agent_runtime_endpoint",
@@ -127,8 +132,7 @@ def test_destroy_undoes_the_record_newest_first_and_leaves_nothing(tmp_path: Pat
 def test_a_stack_already_rehearsed_is_refused_until_destroyed(tmp_path: Path):
     config = DeployConfig(rehearsal_dir=tmp_path, target="local")
     (tmp_path / "rehearsal.json").write_text(json.dumps({"exports": {}, "stacks": {"VoiceAgent-Base": {}}}))
-    toolkit = LocalToolkit(config, echo=lambda line: None, env={})
-    toolkit.aws = None  # type: ignore[assignment]
+    toolkit = LocalToolkit(config, None, echo=lambda line: None)  # type: ignore[arg-type]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(
             "deploy.rehearsal.require_identity", lambda aws: type("I", (), {"account": "1", "region": "r"})
@@ -137,3 +141,77 @@ def test_a_stack_already_rehearsed_is_refused_until_destroyed(tmp_path: Path):
             RehearsalError, match="VoiceAgent-Base is already rehearsed; `destroy --target local` first"
         ):
             toolkit.deploy(["VoiceAgent-Base"])
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("{garbage", "cannot be read"),
+        ('{"stacks": []}', "is not a record of stacks"),
+        ('{"stacks": {"VoiceAgent-Runtime": {"undo": [{"service": "sagemaker"}]}}}', "is not a record"),
+        ('["stacks"]', "is not a record of stacks"),
+    ],
+)
+def test_a_record_that_cannot_be_read_is_a_clear_error_and_is_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, says: str
+):
+    """Issue 33 item 10: a corrupt record was a traceback (JSONDecodeError, AttributeError, KeyError);
+    now it is one `error:` line and exit 2, and the record stays for the user to look at."""
+    config = DeployConfig(rehearsal_dir=tmp_path, target="local")
+    (tmp_path / "rehearsal.json").write_text(content)
+    toolkit = LocalToolkit(config, Aws(), echo=lambda line: None)
+    assert run(lambda: len(toolkit.destroy(all_parts(config), toolkit.aws, IDENTITY, print))) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: the rehearsal record {tmp_path / 'rehearsal.json'}") and says in error
+    assert (tmp_path / "rehearsal.json").read_text() == content
+
+
+def test_a_rehearsal_directory_that_is_a_file_is_a_clear_error(tmp_path: Path):
+    config = DeployConfig(rehearsal_dir=tmp_path / "file", target="local")
+    config.rehearsal_dir.write_text("not a directory")
+    with pytest.raises(RehearsalError, match="is a file"):
+        LocalToolkit(config, Aws(), echo=lambda line: None).load()
+
+
+def test_destroy_of_stacks_the_record_does_not_hold_deletes_nothing(tmp_path: Path):
+    config = DeployConfig(rehearsal_dir=tmp_path, target="local")
+    toolkit = LocalToolkit(config, Aws(), echo=lambda line: None)
+    lines: list[str] = []
+    assert toolkit.destroy(all_parts(config), toolkit.aws, IDENTITY, lines.append).startswith(
+        "rehearsal: nothing left"
+    )
+    assert lines == []
+
+
+@pytest.mark.integration
+def test_an_emulator_started_with_home_is_found_by_the_deploy_after_eval_of_its_env(tmp_path: Path):
+    """Issue 33 item 11: `up --home H --detach`, then `eval "$(python -m emulator env --home H)"`: the
+    deploy's local path finds that emulator, through the endpoints in the environment, and through
+    EMULATOR_HOME alone when only that is kept."""
+    home = tmp_path / "H"
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "EMULATOR_", "DEPLOY_"))}
+    base |= {"EMULATOR_HOME": str(tmp_path / "default-home"), "DEPLOY_REHEARSAL_DIR": str(tmp_path / "rh")}
+
+    def cli(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, *argv], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+        )
+
+    up = cli("-m", "emulator", "up", "--home", str(home), "--detach", "-f", "compose/empty.yaml",
+             "--http-port", "0", "--h2-port", "0", env=base)  # fmt: skip
+    assert up.returncode == 0, up.stderr
+    try:
+        lines = cli("-m", "emulator", "env", "--home", str(home), env=base).stdout.splitlines()
+        exported = dict(
+            line.removeprefix("export ").split("=", 1) for line in lines if line.startswith("export ")
+        )
+        assert exported["EMULATOR_HOME"] == str(home)
+        for env in (base | exported, base | {"EMULATOR_HOME": exported["EMULATOR_HOME"]}):
+            status = cli("-m", "deploy", "status", "--target", "local", env=env)
+            assert status.returncode == 1, status.stderr  # it answered: nothing is deployed there
+            assert "-- endpoint kokoro-82m: not deployed" in status.stdout
+        assert (
+            cli("-m", "deploy", "status", "--target", "local", env=base).returncode == 2
+        )  # the default home
+    finally:
+        cli("-m", "emulator", "down", "--home", str(home), env=base)

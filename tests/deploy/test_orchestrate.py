@@ -1,8 +1,9 @@
 """Deploy and destroy orchestration against moto's server: order, checks first, waiting for InService.
 
 `cdk deploy` and CloudFormation cannot run here (no AWS, and moto's CloudFormation cannot run the CDK's
-Lambda-backed custom resources), so `CloudFormationStandIn` takes the `Cdk` seam: it records each call
-and creates in moto what those stacks create (the endpoint, the runtime), as CloudFormation would.
+Lambda-backed custom resources), so `CloudFormationStandIn`, the AWS toolkit with its `synth` and
+`deploy` replaced, records each call and creates in moto what those stacks create (the endpoint, the
+runtime), as CloudFormation would; its prerequisites and teardown are the real toolkit's.
 """
 
 import threading
@@ -31,13 +32,14 @@ from tests.deploy.conftest import (
 )
 
 
-class CloudFormationStandIn:
+class CloudFormationStandIn(CdkToolkit):
     """Records synth/deploy calls; brings the endpoint up through Creating, then InService after a while."""
 
     def __init__(
         self, aws: Aws, config: DeployConfig, *, creating_s: float = 0.3, failure: str | None = None
     ):
-        self.aws, self.config = aws, config
+        super().__init__(config)
+        self.aws = aws
         self.creating_s, self.failure = creating_s, failure
         self.calls: list[tuple[str, ...]] = []
         self.endpoint_state_when_agent_deployed: str | None = None
@@ -158,7 +160,7 @@ def test_destroy_deletes_in_reverse_order_and_names_what_is_retained(aws: Aws, t
         lambda params, **_: deleted.append(params["StackName"]),
     )
     lines: list[str] = []
-    notice = destroy_parts(config, all_parts(config), aws, echo=lines.append)
+    notice = destroy_parts(config, all_parts(config), aws, CdkToolkit(config), echo=lines.append)
     assert deleted == [
         "VoiceAgent-Runtime",
         "VoiceAgent-Base",
@@ -182,7 +184,7 @@ def test_destroy_deletes_in_reverse_order_and_names_what_is_retained(aws: Aws, t
 def test_destroy_with_nothing_deployed_still_says_what_may_be_left(aws: Aws, tmp_path: Path):
     config = image_uris_config(tmp_path)
     lines: list[str] = []
-    notice = destroy_parts(config, [SpeechPart(config)], aws, echo=lines.append)
+    notice = destroy_parts(config, [SpeechPart(config)], aws, CdkToolkit(config), echo=lines.append)
     assert "KokoroSpeech-kokoro-82m-Endpoint: not deployed, nothing to delete" in lines
     assert "starts_with(Name, 'kokorospeech-kokoro-82m-modelcache')" in notice
     assert f"aws ecr list-images --repository-name {assets_repository(ACCOUNT, REGION)}" in notice

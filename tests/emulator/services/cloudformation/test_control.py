@@ -1,0 +1,61 @@
+"""CloudFormation's operations over the store: a stack is the agent runtimes tagged with its name; its
+outputs are the runtime stack's; deleting it deletes them through AgentCore's own operation (the caller
+the app wires in), and a stack that does not exist is CloudFormation's ValidationError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from emulator.config import EmulatorConfig
+from emulator.controller.store import AgentRuntime, Store
+from emulator.services.cloudformation.control import STACK_TAG, CloudFormation
+from emulator.wire.awserrors import AwsError
+
+ARN = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/voice_agent-abcdefghij"
+
+
+def stacks(*tagged: str) -> tuple[CloudFormation, list[tuple[str, str, dict[str, Any]]]]:
+    store, calls = Store(), []
+    for n, stack in enumerate(tagged):
+        artifact = {"containerConfiguration": {"containerUri": f"agent:{n}"}}
+        request = {"tags": {STACK_TAG: stack}, "agentRuntimeArtifact": artifact}
+        runtime_id = f"voice_agent-{n:010d}"
+        store.agent_runtimes[runtime_id] = AgentRuntime(runtime_id, "voice_agent", ARN, request)
+
+    def call(service: str, operation: str, body: dict[str, Any]) -> dict[str, Any]:
+        calls.append((service, operation, body))
+        return {}
+
+    return CloudFormation(EmulatorConfig(), store, call), calls
+
+
+def test_a_stack_is_its_tagged_runtimes_with_the_runtime_stacks_outputs():
+    cloudformation, _ = stacks("VoiceAgent-Runtime")
+    (stack,) = cloudformation.DescribeStacks({"StackName": "VoiceAgent-Runtime"})["Stacks"]
+    assert stack["StackStatus"] == "CREATE_COMPLETE"
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
+    assert outputs == {
+        "RuntimeArn": ARN,
+        "RuntimeId": "voice_agent-0000000000",
+        "RuntimeEndpointName": "DEFAULT",
+        "ImageUri": "agent:0",
+    }
+
+
+def test_deleting_a_stack_deletes_its_runtimes_through_agentcore():
+    cloudformation, calls = stacks("VoiceAgent-Runtime", "Other")
+    assert cloudformation.DeleteStack({"StackName": "VoiceAgent-Runtime"}) == {}
+    assert calls == [
+        ("bedrock-agentcore-control", "DeleteAgentRuntime", {"agentRuntimeId": "voice_agent-0000000000"})
+    ]
+
+
+@pytest.mark.parametrize(("body", "message"), [({"StackName": "Nope"}, "does not exist"), ({}, "required")])
+def test_a_stack_that_does_not_exist_is_a_validation_error(body: dict[str, Any], message: str):
+    cloudformation, calls = stacks()
+    with pytest.raises(AwsError, match=message) as raised:
+        cloudformation.DescribeStacks(body)
+    assert raised.value.code == "ValidationError"
+    assert cloudformation.DeleteStack({"StackName": "Nope"}) == {} and calls == []  # as on AWS

@@ -74,6 +74,10 @@ def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[HubStandIn]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     monkeypatch.setenv("HF_ENDPOINT", server.url)
+    # huggingface_hub reads HF_HUB_OFFLINE once, at import: a test that imported it offline (the SmolLM2
+    # tests load transformers with HF_HUB_OFFLINE=1) would leave the client refusing every request, so a
+    # run of tests/emulator before tests/deploy saw "does not answer". This hub answers: the client is on.
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
     # The stand-in's placeholder cannot match the real checkpoint's pinned SHA-256; pin the placeholder's.
     monkeypatch.setitem(
         model_dir.PINNED_SHA256, "kokoro-v1_0.pth", hashlib.sha256(files["kokoro-v1_0.pth"]).hexdigest()

@@ -91,7 +91,7 @@ def default_images() -> dict[str, ImageSpec]:
 class EmulatorConfig:
     host: str = "127.0.0.1"
     http_port: int = 8790
-    """Plain HTTP/1.1: control plane, classic runtime, Bedrock Runtime. 0 picks a free port."""
+    """Plain HTTP/1.1: control planes, the SageMaker runtime, Bedrock Runtime. 0 picks a free port."""
     h2_port: int = 8443
     """TLS + ALPN h2: the bidirectional stream. 0 picks a free port."""
     tls_hostname: str = "localhost"

@@ -115,7 +115,7 @@ def test_response_stream_is_rechunked_at_arbitrary_boundaries(emu: Emulator) -> 
     assert len(parts) > len(chunks)
 
 
-def test_classic_invoke_gets_the_added_latency(emu: Emulator) -> None:
+def test_invoke_endpoint_gets_the_added_latency(emu: Emulator) -> None:
     runtime = boto_client(emu, "sagemaker-runtime")
     runtime.invoke_endpoint(EndpointName="echo", Body=b"warm")
     started = time.monotonic()

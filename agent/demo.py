@@ -24,11 +24,11 @@ import httpx
 
 from agent.events import read_events
 from agent.listener import Arrival, listen
+from facts import AUDIO_FORMATS, MODES
 
 # An answer of several sentences: bidi speaks the first while the model still writes the rest, which a
 # one-sentence answer cannot show (both modes then send the same sentence at the same moment).
 DEFAULT_PROMPT = "Give me three short tips for sleeping better tonight."
-MODES = ("bidi", "batch")
 # First-audio ratios closer to 1 than this are reported as level: one run's first audio spreads by about
 # 15% on a 2-core laptop (852-1,159 ms over 15 warm runs of the same one-sentence answer, both modes).
 LEVEL = 1.15
@@ -194,7 +194,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt", default=DEFAULT_PROMPT)
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help=f"per mode (default {DEFAULT_RUNS})")
     parser.add_argument("--voice")
-    parser.add_argument("--format", dest="audio_format", choices=["pcm", "wav", "mp3", "aac", "opus"])
+    parser.add_argument("--format", dest="audio_format", choices=AUDIO_FORMATS)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
 
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 STALL_FLOOR_S = 0.002
-PCM_BYTES_PER_S = 48_000  # 24 kHz s16le mono: Kokoro's output as the container sends it
 
 
 class Arrival(NamedTuple):

@@ -21,10 +21,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from agent.demo import DEFAULT_PROMPT, MODES, compare, run_once
+from agent.demo import DEFAULT_PROMPT, compare, run_once
 from benchmarks import report
 from benchmarks.stats import summarize
 from emulator.config import EmulatorConfig
+from facts import MODES
 from local_stack.stack import local_stack
 
 ARTICLE = {"ratio": 2.4, "ratio_with_latency": 3.5}

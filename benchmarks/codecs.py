@@ -23,10 +23,10 @@ import numpy as np
 from benchmarks import report
 from benchmarks.container import tts_process
 from benchmarks.texts import CLIPS
+from facts import PCM_BYTES_PER_S, SAMPLE_RATE
 from tests.support.asr import transcribe, word_error_rate
-from tts.sse import SSEParser
+from tts.wire.sse import SSEParser
 
-SAMPLE_RATE = 24_000
 FORMATS = ("pcm", "mp3", "aac", "opus")
 ARTICLE = {"base64_overhead_pct": 33.0, "wer": 0.0, "pcm_kbps": 384.0}
 
@@ -76,7 +76,7 @@ def measure(clips: tuple[str, ...]) -> list[dict[str, Any]]:
                     "format": fmt,
                     "audio_bytes": len(audio),
                     "sse_bytes": sse_bytes,
-                    "seconds": round(len(pcm) / (2 * SAMPLE_RATE), 3),
+                    "seconds": round(len(pcm) / PCM_BYTES_PER_S, 3),
                     "pcm": pcm,
                 }
             )

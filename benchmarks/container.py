@@ -44,14 +44,13 @@ from benchmarks import report
 from benchmarks.stats import median_ratio, spread
 from benchmarks.texts import ANSWER, ANSWER_FIRST_SENTENCE, SENTENCES_BY_WORDS, TEN_WORDS
 from emulator.processes import child, free_port
-from tts.config import SAMPLE_RATE, TTSConfig
+from facts import PCM_BYTES_PER_S, SAMPLE_RATE
+from tts.config import SAMPLES_PER_FRAME, TTSConfig
 from tts.engines import create_engine, export_model
 from tts.engines.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
 from tts.engines.weights import PYPI_MODEL_NAME
-from tts.engines.windows import SAMPLES_PER_FRAME, WindowPlan
-from tts.server import create_app
-
-BYTES_PER_SECOND = SAMPLE_RATE * 2  # s16le mono
+from tts.scheduling.plan import WindowPlan
+from tts.serving.app import create_app
 
 
 class Served(NamedTuple):
@@ -93,7 +92,7 @@ def serving(config: TTSConfig) -> Iterator[Served]:
         yield Served(
             f"ws://127.0.0.1:{sock.getsockname()[1]}/invocations-bidirectional-stream",
             time.perf_counter() - started,
-            host.engine.window_plan,
+            host.scheduler.plan,
         )
     finally:
         server.should_exit = True
@@ -109,7 +108,7 @@ class TimedAudio(NamedTuple):
     @property
     def stalls_s(self) -> float:
         """Silence inside the speech: waits for audio not yet computed, after the first frame."""
-        return self.heard_s - self.first_s - len(self.pcm) / BYTES_PER_SECOND
+        return self.heard_s - self.first_s - len(self.pcm) / PCM_BYTES_PER_S
 
 
 async def timed_audio(url: str, text: str) -> TimedAudio:
@@ -125,7 +124,7 @@ async def timed_audio(url: str, text: str) -> TimedAudio:
                 if isinstance(frame, bytes):
                     arrived = time.perf_counter() - started
                     first = first or arrived
-                    heard = max(heard, arrived) + len(frame) / BYTES_PER_SECOND
+                    heard = max(heard, arrived) + len(frame) / PCM_BYTES_PER_S
                     pcm += frame
                     continue
                 message = json.loads(frame)

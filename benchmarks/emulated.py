@@ -26,10 +26,8 @@ from emulator.config import EmulatorConfig
 from emulator.daemon import wait_ready
 from emulator.manifest import DEFAULT_MANIFEST
 from emulator.processes import stop_group
+from facts import DEFAULT_VOICE, PCM_BYTES_PER_S, TTS_ENDPOINT
 
-TTS_ENDPOINT = "kokoro-82m"  # the default manifest's endpoint (compose/emulator.yaml)
-VOICE = "jm_kumo"
-PCM_BYTES_PER_S = 48_000  # 24 kHz s16le mono
 CREDENTIALS = AWSCredentialsIdentity(access_key_id="bench", secret_access_key="bench")
 
 
@@ -102,7 +100,7 @@ async def speak(
     first, audio_bytes = None, 0
     async with await TTSSession.open(client, TTS_ENDPOINT) as session:
         since = time.perf_counter() if since is None else since
-        await session.synthesize(text, uuid.uuid4().hex[:12], VOICE, "pcm")
+        await session.synthesize(text, uuid.uuid4().hex[:12], DEFAULT_VOICE, "pcm")
         async with asyncio.timeout(timeout_s):
             async for chunk in session.chunks():
                 if isinstance(chunk, Audio):

@@ -31,12 +31,13 @@ from typing import Any
 import httpx
 import websockets
 
-from agent.listener import PCM_BYTES_PER_S, STALL_FLOOR_S, Arrival, listen
+from agent.listener import STALL_FLOOR_S, Arrival, listen
 from agent.tts_session import Audio, TTSSession
 from benchmarks import report
 from benchmarks.container import tts_process, websocket_url
-from benchmarks.emulated import TTS_ENDPOINT, VOICE, EmulatorProcess
+from benchmarks.emulated import EmulatorProcess
 from benchmarks.texts import PLAYBACK_ANSWERS
+from facts import DEFAULT_VOICE, PCM_BYTES_PER_S, TTS_ENDPOINT
 
 LEVELS = (1, 2, 3, 4, 5, 6, 7, 8)
 QUICK_LEVELS = (1, 2, 3, 4)
@@ -75,7 +76,7 @@ async def websocket_session(url: str, text: str, since: float) -> list[Arrival]:
     arrivals: list[Arrival] = []
     async with websockets.connect(url, max_size=None) as ws:
         for n, sentence in enumerate(parts):
-            await ws.send(json.dumps({"text": sentence, "request_id": str(n), "voice": VOICE}))
+            await ws.send(json.dumps({"text": sentence, "request_id": str(n), "voice": DEFAULT_VOICE}))
         done = 0
         while done < len(parts):
             frame = await ws.recv()
@@ -96,7 +97,7 @@ async def emulator_session(client: Any, text: str, since: float) -> list[Arrival
     arrivals: list[Arrival] = []
     async with await TTSSession.open(client, TTS_ENDPOINT) as session:
         for n, sentence in enumerate(parts):
-            await session.synthesize(sentence, f"{n}-{uuid.uuid4().hex[:8]}", VOICE, "pcm")
+            await session.synthesize(sentence, f"{n}-{uuid.uuid4().hex[:8]}", DEFAULT_VOICE, "pcm")
         done = 0
         async for chunk in session.chunks():
             if isinstance(chunk, Audio):
@@ -111,7 +112,8 @@ async def emulator_session(client: Any, text: str, since: float) -> list[Arrival
 
 
 async def watch_load(ping_url: str, seen: list[dict[str, Any]]) -> None:
-    """Every 0.25 s until cancelled: what the replica's `/ping` says about its load (tts/scheduler.py)."""
+    """Every 0.25 s until cancelled: what the replica's `/ping` says about its load
+    (tts/scheduling/scheduler.py)."""
     async with httpx.AsyncClient(trust_env=False) as client:
         while True:
             load = (await client.get(ping_url, timeout=5.0)).json().get("load")

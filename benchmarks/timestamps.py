@@ -1,5 +1,5 @@
 """`timestamps`: how close the container's word timings (`"timestamps": true`, taken from the duration
-predictor: `tts/engines/timings.py`) are to when the words are heard.
+predictor: `tts/text/timings.py`) are to when the words are heard.
 
 Each held-out sentence (`TIMESTAMP_SENTENCES`; the timing rules were tuned on `CLIPS`) is spoken
 through the container (`POST /invocations`, SSE, PCM, the default ONNX engine with windowed decoding)
@@ -32,7 +32,7 @@ from benchmarks.container import tts_process
 from benchmarks.stats import summarize
 from benchmarks.texts import TIMESTAMP_SENTENCES
 from tests.support.asr import word_timings
-from tts.sse import SSEParser
+from tts.wire.sse import SSEParser
 
 TARGETS = {"median_ms": 50.0, "p95_ms": 120.0}
 BLOCK = 240  # 10 ms at 24 kHz

@@ -3,13 +3,14 @@
 Every arrow counts: imports at any depth of a file, `if TYPE_CHECKING:` imports (a type-only circle is
 still a circle a reader has to untangle) and `importlib.import_module("...")` loads.
 
-Rooms: `tts` (the container) depends on nothing else of ours; `agent` on `tts.sse` and
-`tts.speech_text` alone (its image carries just those files); `emulator` runs `tts` and `agent` as
-processes and imports neither; `deploy` reads `agent.config` and no more of the agent; the development
-tools sit on top: `local_stack` may use the shipped packages, `benchmarks` those and `local_stack` (and
-the tests' ASR judge). Shipped packages import no test or development tool. Inside `tts`, `emulator`
-and `deploy`, layers point down only (`LAYERS`), and rooms on one floor that must stay apart (`APART`)
-never import each other.
+Rooms: `facts` (the product's shared facts) is below them all and may be imported by every room; `tts`
+(the container) depends on nothing else of ours; `agent` on `tts.wire.sse` and `tts.text.speech_text`
+alone (its image carries just those files); `emulator` runs `tts` and `agent` as processes and imports
+neither; `deploy` reads `agent.config` and no more of the agent; the development tools sit on top:
+`local_stack` may use the shipped packages, `benchmarks` those and `local_stack` (and the tests' ASR
+judge). Shipped packages import no test or development tool. Inside `tts`, `emulator` and `deploy`,
+layers point down only (`LAYERS`), and rooms on one floor that must stay apart (`APART`) never import
+each other.
 """
 
 from __future__ import annotations
@@ -22,39 +23,37 @@ import pytest
 
 from tests.support.paths import REPO
 
+SHARED = ("facts",)
 SHIPPED = ("tts", "emulator", "agent", "deploy")
 DEV_TOOLS = ("local_stack", "benchmarks")
 TOOLS = (*DEV_TOOLS, "tests")
 DEV_ONLY = ("pytest", "hypothesis", "testcontainers", "matplotlib", "playwright", "faster_whisper", "moto")
 
 ALLOWED = {
-    "tts": ("tts",),
-    "agent": ("agent", "tts.sse", "tts.speech_text"),
-    "emulator": ("emulator",),
-    "deploy": ("deploy", "agent.config"),
-    "local_stack": ("local_stack", *SHIPPED),
-    "benchmarks": ("benchmarks", "local_stack", "tests.support.asr", *SHIPPED),
+    "facts": (),
+    "tts": ("tts", *SHARED),
+    "agent": ("agent", "tts.wire.sse", "tts.text.speech_text", *SHARED),
+    "emulator": ("emulator", *SHARED),
+    "deploy": ("deploy", "agent.config", *SHARED),
+    "local_stack": ("local_stack", *SHIPPED, *SHARED),
+    "benchmarks": ("benchmarks", "local_stack", "tests.support.asr", *SHIPPED, *SHARED),
 }
 
 # Each room's floors, lowest first; a module not named is on the top floor of its package.
 LAYERS = {
     "tts": {
         "tts.config": 0,
-        "tts.sse": 0,
-        "tts.speech_text": 0,
-        "tts.engines.base": 1,
-        "tts.engines.g2p": 1,
-        "tts.engines.windows": 1,
-        "tts.engines.fidelity": 1,
-        "tts.engines.timings": 1,
-        "tts.engines.weights": 1,
-        "tts.engines.onnx": 2,
-        "tts.engines.torch": 2,
-        "tts.engines": 3,  # the factory, the one module that imports both engines
-        "tts.protocol": 4,
-        "tts.encoders": 4,
-        "tts.scheduler": 5,
-        "tts.streaming": 6,
+        "tts.text": 1,
+        "tts.wire": 2,
+        "tts.engines.base": 2,
+        "tts.engines.decode": 2,
+        "tts.engines.fidelity": 2,
+        "tts.engines.weights": 2,
+        "tts.engines.onnx": 3,
+        "tts.engines.torch": 3,
+        "tts.engines": 4,  # the factory, the one module that imports both engines
+        "tts.scheduling": 5,
+        "tts.serving": 6,
     },
     "emulator": {
         "emulator.config": 0,
@@ -90,6 +89,7 @@ TOP = 9
 APART = (
     ("emulator.sagemaker", "emulator.bedrock", "emulator.agentcore"),
     ("tts.engines.onnx", "tts.engines.torch"),
+    ("tts.wire", "tts.engines"),
 )
 
 
@@ -100,6 +100,8 @@ def module_name(path: Path) -> str:
 
 def modules() -> dict[str, Path]:
     found = {}
+    for name in SHARED:
+        found[name] = REPO / f"{name}.py"
     for room in (*SHIPPED, *DEV_TOOLS):
         for path in sorted((REPO / room).rglob("*.py")):
             found[module_name(path)] = path
@@ -140,7 +142,7 @@ def imports(path: Path) -> Iterator[str]:
 
 
 def ours(name: str) -> bool:
-    return name.split(".")[0] in (*SHIPPED, *TOOLS)
+    return name.split(".")[0] in (*SHARED, *SHIPPED, *TOOLS)
 
 
 def within(name: str, prefixes: tuple[str, ...]) -> bool:
@@ -157,7 +159,7 @@ def layer(name: str) -> int:
 GRAPH = {name: sorted({i for i in imports(path) if ours(i)}) for name, path in modules().items()}
 
 
-@pytest.mark.parametrize("room", [*SHIPPED, *DEV_TOOLS])
+@pytest.mark.parametrize("room", [*SHARED, *SHIPPED, *DEV_TOOLS])
 def test_each_room_imports_only_what_it_may(room: str):
     wrong = [
         f"{name} imports {target}"
@@ -173,7 +175,7 @@ def test_shipped_packages_import_no_development_tool():
     wrong = [
         f"{name} imports {target}"
         for name, path in modules().items()
-        if within(name, SHIPPED)
+        if within(name, (*SHARED, *SHIPPED))
         for target in imports(path)
         if within(target, (*DEV_ONLY, *TOOLS))
     ]

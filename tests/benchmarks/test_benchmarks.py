@@ -18,7 +18,7 @@ from benchmarks.container import peer_table, sessions_table, streaming_tables
 from benchmarks.framing import analyze
 from benchmarks.stats import median_ratio, spread
 from tests.support.paths import REPO
-from tts.sse import encode_event
+from tts.wire.sse import encode_event
 
 
 def _events(count: int) -> bytes:

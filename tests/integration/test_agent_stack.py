@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.support.asr import transcribe, word_error_rate
-from tts.sse import SSEParser
+from tts.wire.sse import SSEParser
 
 pytestmark = pytest.mark.integration
 

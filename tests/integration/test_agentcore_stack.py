@@ -16,7 +16,7 @@ import pytest
 from agent.demo import compare, runtime_chunks
 from emulator.config import EmulatorConfig
 from local_stack.stack import local_stack
-from tts.sse import SSEParser
+from tts.wire.sse import SSEParser
 
 pytestmark = pytest.mark.integration
 

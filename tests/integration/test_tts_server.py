@@ -12,7 +12,7 @@ import pytest
 import websockets
 
 from tests.support.tts_session import Transcript, close_and_drain, is_control, read_until
-from tts.sse import SSEParser
+from tts.wire.sse import SSEParser
 
 pytestmark = pytest.mark.integration
 

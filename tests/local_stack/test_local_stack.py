@@ -21,7 +21,7 @@ from local_stack import ask
 from local_stack.stack import with_environment
 from local_stack.web import RelayError, relay
 from tests.support.paths import REPO
-from tts.sse import encode_event
+from tts.wire.sse import encode_event
 
 
 def test_replica_settings_go_into_the_manifest_for_that_replica_alone() -> None:

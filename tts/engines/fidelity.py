@@ -18,7 +18,7 @@ import functools
 
 import numpy as np
 
-from tts.config import SAMPLE_RATE
+from facts import SAMPLE_RATE
 
 _FFT = 1024
 _HOP = 240

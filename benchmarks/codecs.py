@@ -2,7 +2,7 @@
 (`POST /invocations` with `"transport": "sse"`, the way audio reaches a browser) in PCM, MP3, AAC and
 Opus at the container's bit rates. For each format: the bytes of the audio itself and the bytes of the
 SSE stream that carries it as base64 JSON events; and the word error rate of the decoded audio through
-an independent offline ASR (Whisper base, `tests/support/asr.py`).
+an independent offline ASR (Whisper base, `tools/asr.py`).
 
 The article: base64 inside SSE inflates the payload by about 33% (four base64 characters per three
 bytes), and quality was the same across encodings (WER 0 for every codec, through Amazon Transcribe).
@@ -24,7 +24,7 @@ from benchmarks import report
 from benchmarks.container import tts_process
 from benchmarks.texts import CLIPS
 from facts import PCM_BYTES_PER_S, SAMPLE_RATE
-from tests.support.asr import transcribe, word_error_rate
+from tools.asr import transcribe, word_error_rate
 from tts.wire.sse import SSEParser
 
 FORMATS = ("pcm", "mp3", "aac", "opus")

@@ -15,9 +15,9 @@ import sys
 import uuid
 from pathlib import Path
 
-from agent.demo import DEFAULT_PROMPT, compare, report, turn_chunks
 from agent.events import read_events
 from facts import PCM_BYTES_PER_S, SAMPLE_RATE
+from tools.demo import DEFAULT_PROMPT, compare, report, turn_chunks
 from tts.wire.encoders import wav_file
 
 

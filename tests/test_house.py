@@ -7,10 +7,11 @@ Rooms: `facts` (the product's shared facts) is below them all and may be importe
 (the container) depends on nothing else of ours; `agent` on `tts.wire.sse` and `tts.text.speech_text`
 alone (its image carries just those files); `emulator` runs `tts` and `agent` as processes and imports
 neither; `deploy` reads `agent.config` and no more of the agent; the development tools sit on top:
-`local_stack` may use the shipped packages, `benchmarks` those and `local_stack` (and the tests' ASR
-judge). Shipped packages import no test or development tool. Inside `tts`, `emulator` and `deploy`,
-layers point down only (`LAYERS`), and rooms on one floor that must stay apart (`APART`) never import
-each other.
+`tools` (the client tools: demo, listener, client session loop, ASR judge, fidelity) may use the shipped
+packages, `local_stack` those and `tools`, `benchmarks` those and `local_stack`. Shipped packages import
+no test or development tool, and their images carry none (`COPY` lines). Inside `tts`, `emulator` and
+`deploy`, layers point down only (`LAYERS`), and rooms on one floor that must stay apart (`APART`) never
+import each other. Each shared fact is defined in `facts.py` alone.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from tests.support.paths import REPO
 
 SHARED = ("facts",)
 SHIPPED = ("tts", "emulator", "agent", "deploy")
-DEV_TOOLS = ("local_stack", "benchmarks")
+DEV_TOOLS = ("tools", "local_stack", "benchmarks")
 TOOLS = (*DEV_TOOLS, "tests")
 DEV_ONLY = ("pytest", "hypothesis", "testcontainers", "matplotlib", "playwright", "faster_whisper", "moto")
 
@@ -35,8 +36,9 @@ ALLOWED = {
     "agent": ("agent", "tts.wire.sse", "tts.text.speech_text", *SHARED),
     "emulator": ("emulator", *SHARED),
     "deploy": ("deploy", "agent.config", *SHARED),
-    "local_stack": ("local_stack", *SHIPPED, *SHARED),
-    "benchmarks": ("benchmarks", "local_stack", "tests.support.asr", *SHIPPED, *SHARED),
+    "tools": ("tools", *SHIPPED, *SHARED),
+    "local_stack": ("local_stack", "tools", *SHIPPED, *SHARED),
+    "benchmarks": ("benchmarks", "local_stack", "tools", *SHIPPED, *SHARED),
 }
 
 # Each room's floors, lowest first; a module not named is on the top floor of its package.
@@ -47,7 +49,6 @@ LAYERS = {
         "tts.wire": 2,
         "tts.engines.base": 2,
         "tts.engines.decode": 2,
-        "tts.engines.fidelity": 2,
         "tts.engines.weights": 2,
         "tts.engines.onnx": 3,
         "tts.engines.torch": 3,
@@ -241,3 +242,109 @@ def test_no_import_cycles():
         if node not in state:
             visit(node, [node])
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+# The product's shared facts (facts.py): each is assigned there and nowhere else, by its name or by its
+# value (a constant, a default, a dict value, a keyword's default). Tests aside: they may spell a value out.
+FACT_NAMES = ("SAMPLE_RATE", "CHANNELS", "PCM_BYTES_PER_S", "AUDIO_FORMATS", "MEDIA_TYPES", "DEFAULT_VOICE")
+FACT_NAMES += ("TTS_ENDPOINT", "MODES")
+FACT_VALUES = (
+    24_000,
+    48_000,
+    "jm_kumo",
+    "kokoro-82m",
+    ("pcm", "wav", "mp3", "aac", "opus"),
+    ("bidi", "batch"),
+)
+
+
+def literal(node: ast.expr | None) -> object:
+    try:
+        return ast.literal_eval(node) if node is not None else None
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def defined_facts(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, fact) for every assignment in `path` of a fact's name or of a fact's value."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        targets: list[ast.expr] = []
+        values: list[ast.expr | None] = []
+        if isinstance(node, ast.Assign):
+            targets, values = node.targets, [node.value]
+        elif isinstance(node, ast.AnnAssign):
+            targets, values = [node.target], [node.value]
+        elif isinstance(node, ast.Dict):
+            values = list(node.values)
+        elif isinstance(node, ast.arguments):
+            values = [*node.defaults, *node.kw_defaults]
+        elif isinstance(node, ast.keyword):
+            values = [node.value]
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in FACT_NAMES:
+                yield node.lineno, target.id
+        for value in values:
+            constant = literal(value)
+            if isinstance(constant, list):
+                constant = tuple(constant)
+            if value is not None and not isinstance(constant, bool) and constant in FACT_VALUES:
+                yield value.lineno, repr(constant)
+
+
+def test_each_shared_fact_is_defined_once_in_facts():
+    wrong = [
+        f"{path.relative_to(REPO)}:{line} defines {fact}"
+        for name, path in modules().items()
+        if name not in SHARED
+        for line, fact in defined_facts(path)
+    ]
+    assert not wrong, "\n".join(wrong)
+    assert {fact for _, fact in defined_facts(REPO / "facts.py")} >= set(FACT_NAMES)
+
+
+def test_the_facts_rule_sees_every_way_of_defining_one(tmp_path: Path):
+    source = tmp_path / "m.py"
+    source.write_text(
+        'SAMPLE_RATE = 16\nrate: int = 24_000\nvoices = {"x": "jm_kumo"}\n'
+        'def f(endpoint="kokoro-82m"): ...\ng(formats=["pcm", "wav", "mp3", "aac", "opus"])\n'
+        'unrelated = ("bidi", "stream")\n'
+    )
+    assert [line for line, _ in defined_facts(source)] == [1, 2, 3, 4, 5]
+
+
+IMAGE_TOOLS = ("tools", "tests", "benchmarks", "local_stack")
+
+
+def dockerfiles() -> list[Path]:
+    return sorted(
+        path
+        for pattern in ("Dockerfile*", "*.Dockerfile")
+        for path in REPO.rglob(pattern)
+        if not path.relative_to(REPO).parts[0].startswith(".")
+    )
+
+
+def copied_sources(dockerfile: Path) -> Iterator[str]:
+    """The repository paths each `COPY` line of `dockerfile` sends into the image (`--from` stages
+    copy from another stage, not from the repository)."""
+    for line in dockerfile.read_text().splitlines():
+        words = line.split()
+        if not words or words[0].upper() not in ("COPY", "ADD"):
+            continue
+        flags = [w for w in words[1:] if w.startswith("--")]
+        if any(flag.startswith("--from") for flag in flags):
+            continue
+        yield from [w for w in words[1:] if not w.startswith("--")][:-1]
+
+
+def test_the_images_carry_no_tool():
+    assert len(dockerfiles()) >= 4, dockerfiles()
+    wrong = []
+    for dockerfile in dockerfiles():
+        for source in copied_sources(dockerfile):
+            top = source.strip("/").split("/")[0]
+            if top in IMAGE_TOOLS or top in (".", ""):
+                wrong.append(f"{dockerfile.relative_to(REPO)} copies {source}")
+            elif not (REPO / source).exists():
+                wrong.append(f"{dockerfile.relative_to(REPO)} copies {source}, which does not exist")
+    assert not wrong, "\n".join(wrong)

@@ -6,9 +6,9 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from tools.fidelity import mel_distance
 from tts.config import SAMPLES_PER_FRAME, TTSConfig
 from tts.engines.base import style_row
-from tts.engines.fidelity import mel_distance
 from tts.engines.torch.engine import TorchEngine
 
 pytestmark = [

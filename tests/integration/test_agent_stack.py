@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from tests.support.asr import transcribe, word_error_rate
+from tools.asr import transcribe, word_error_rate
 from tts.wire.sse import SSEParser
 
 pytestmark = pytest.mark.integration

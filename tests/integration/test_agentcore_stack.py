@@ -13,9 +13,9 @@ import sys
 import boto3
 import pytest
 
-from agent.demo import compare, runtime_chunks
 from emulator.config import EmulatorConfig
 from local_stack.stack import local_stack
+from tools.demo import compare, runtime_chunks
 from tts.wire.sse import SSEParser
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ import pytest
 import websockets
 
 from tests.integration.test_tts_server import collect
-from tests.support.asr import transcribe, word_error_rate
+from tools.asr import transcribe, word_error_rate
 
 pytestmark = [pytest.mark.integration, pytest.mark.asr]
 

@@ -12,7 +12,8 @@ import pytest
 import uvicorn
 
 from facts import SAMPLE_RATE
-from tests.support import tts_session as tts
+from tests.support.tts_container import tts_container
+from tools import tts_client as tts
 from tts.config import TTSConfig
 from tts.scheduling.scheduler import AHEAD_LIMIT_BYTES
 from tts.serving.app import create_app
@@ -27,7 +28,7 @@ TEXT = "The stalled listener asked for a long answer. It has several sentences. 
 
 @pytest.fixture(scope="module")
 def server_process():
-    with tts.tts_container() as (server, process):
+    with tts_container() as (server, process):
         yield server, psutil.Process(process.pid)
 
 

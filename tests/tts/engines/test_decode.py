@@ -18,9 +18,9 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from tools.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
 from tts.config import SAMPLES_PER_FRAME, TTSConfig
 from tts.engines.base import SynthesisCancelled
-from tts.engines.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
 from tts.engines.onnx.engine import OnnxEngine
 from tts.scheduling.plan import WindowPlan
 from tts.scheduling.steps import windowed
@@ -150,7 +150,7 @@ def test_streamed_audio_is_close_to_whole_segment_audio_and_has_no_clicks(engine
 
 @pytest.mark.asr
 def test_streaming_keeps_the_word_error_rate(engine, plan):
-    from tests.support.asr import transcribe, word_error_rate
+    from tools.asr import transcribe, word_error_rate
     from tts.wire.audio import float_to_pcm16
 
     heard_whole, heard_streamed = [], []

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from tests.tts.engines.test_decode import SENTENCE, SENTENCES, features
+from tools.fidelity import mel_distance, seam_click_ratio
 from tts.config import SAMPLES_PER_FRAME
-from tts.engines.fidelity import mel_distance, seam_click_ratio
 from tts.scheduling.plan import BUDGET_SHARE, MIN_LANE_FRAMES, MIN_STEP_FRAMES, WindowPlan
 from tts.scheduling.speed import DecodeSpeed
 from tts.scheduling.steps import WindowedDecode
@@ -155,7 +155,7 @@ def test_budgeted_streaming_stays_close_to_whole_segment_audio(engine, plan):
 def test_the_shortest_budgeted_steps_keep_the_word_error_rate(engine, plan):
     """A listener always about to run out gets every step at the floor (MIN_STEP_FRAMES): the words must
     still be heard as in whole-segment audio."""
-    from tests.support.asr import transcribe, word_error_rate
+    from tools.asr import transcribe, word_error_rate
     from tts.wire.audio import float_to_pcm16
 
     heard_whole, heard_budgeted = [], []

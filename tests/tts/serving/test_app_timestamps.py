@@ -12,7 +12,7 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.support.tts_session import Transcript, connect, is_control, read_until
+from tools.tts_client import Transcript, connect, is_control, read_until
 from tts.wire.sse import SSEParser
 
 pytestmark = pytest.mark.integration

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 import torch
 
-from tests.support.asr import transcribe, word_error_rate
+from tools.asr import transcribe, word_error_rate
+from tools.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
 from tts.config import SAMPLES_PER_FRAME, TTSConfig
 from tts.engines import create_engine, engine_name, export_model
 from tts.engines.base import CancelFlag, SynthesisCancelled
-from tts.engines.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
 from tts.engines.torch.engine import TorchEngine
 from tts.engines.torch.export import EXPORT_SUBDIR, export_torch, hexgrad_layout
 from tts.engines.torch.kmodel import (

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from facts import SAMPLE_RATE
+
 CACHE = Path.home() / ".cache" / "voice-agent-aws" / "whisper-base"
 
 
@@ -45,7 +47,7 @@ def _at_16k(pcm16: bytes, sample_rate: int) -> np.ndarray:
     return audio
 
 
-def transcribe(pcm16: bytes, sample_rate: int = 24_000) -> str:
+def transcribe(pcm16: bytes, sample_rate: int = SAMPLE_RATE) -> str:
     """Transcribe mono s16le PCM (resampled to Whisper's 16 kHz) to text."""
     segments, _ = _model().transcribe(
         _at_16k(pcm16, sample_rate), language="en", beam_size=1, vad_filter=False
@@ -53,7 +55,7 @@ def transcribe(pcm16: bytes, sample_rate: int = 24_000) -> str:
     return " ".join(segment.text.strip() for segment in segments)
 
 
-def word_timings(pcm16: bytes, sample_rate: int = 24_000) -> list[tuple[str, float, float]]:
+def word_timings(pcm16: bytes, sample_rate: int = SAMPLE_RATE) -> list[tuple[str, float, float]]:
     """Each word Whisper hears in mono s16le PCM, with its start and end in ms (faster-whisper's
     `word_timestamps`: cross-attention aligned by dynamic time warping)."""
     segments, _ = _model().transcribe(

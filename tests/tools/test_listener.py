@@ -1,9 +1,9 @@
-"""The listener model (agent.listener): playback starts at the first audio and runs at real time; a
+"""The listener model (tools.listener): playback starts at the first audio and runs at real time; a
 wait for audio that has not arrived is a stall, placed by wall time and by the audio heard before it."""
 
 import pytest
 
-from agent.listener import STALL_FLOOR_S, Arrival, Stall, listen
+from tools.listener import STALL_FLOOR_S, Arrival, Stall, listen
 
 
 def test_audio_that_arrives_in_time_is_buffered_and_late_audio_is_a_stall():

@@ -5,7 +5,7 @@ through boto3 `bedrock-agentcore` `invoke_agent_runtime`). Times are taken where
 time to first text (first `text_delta`), time to first audio (first `audio_chunk`), answer complete
 (last `text_delta`), total (`agent_end`), each relative to the arrival of `agent_start`. The report
 says, per mode, how long before (bidi) or after (batch) the answer was complete speech began, what a
-listener who plays each chunk as it arrives would hear (stalls: agent.listener; PCM only, the format
+listener who plays each chunk as it arrives would hear (stalls: tools.listener; PCM only, the format
 whose chunks say their own length), and explains each term in one line before it uses it.
 """
 
@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass
 import httpx
 
 from agent.events import read_events
-from agent.listener import Arrival, listen
 from facts import AUDIO_FORMATS, MODES
+from tools.listener import Arrival, listen
 
 # An answer of several sentences: bidi speaks the first while the model still writes the rest, which a
 # one-sentence answer cannot show (both modes then send the same sentence at the same moment).
@@ -53,7 +53,7 @@ class RunResult:
     stall_s: float | None = None
     """What the listener waited for audio, in all (None: not PCM, so chunk lengths are unknown)."""
     heard: str = "stalls not measured (not PCM)"
-    """agent.listener's summary: `no stall`, or how many, how long, and the first one's place."""
+    """tools.listener's summary: `no stall`, or how many, how long, and the first one's place."""
 
     @property
     def lead_ms(self) -> float:

@@ -4,7 +4,7 @@ first audio sooner, and by how much."""
 
 import pytest
 
-from agent.demo import GLOSSARY, RunResult, report
+from tools.demo import GLOSSARY, RunResult, report
 
 
 def summary(bidi_ms: float, batch_ms: float, runs: int = 3, complete_ms: float = 1500.0) -> dict:

@@ -1,7 +1,7 @@
 """What a listener hears of streamed speech: a player that starts at the first audio, plays at real time
 and waits whenever the next audio has not arrived yet. Every wait is a stall.
 
-One model for the demo's report (agent/demo.py), the playback study (benchmarks/playback.py), and,
+One model for the demo's report (tools/demo.py), the playback study (benchmarks/playback.py), and,
 written again in JavaScript because it runs in the browser, the web page's timeline (agent/web/index.html,
 `listen`), whose rules are these:
 

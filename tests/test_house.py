@@ -348,3 +348,21 @@ def test_the_images_carry_no_tool():
             elif not (REPO / source).exists():
                 wrong.append(f"{dockerfile.relative_to(REPO)} copies {source}, which does not exist")
     assert not wrong, "\n".join(wrong)
+
+
+def test_what_the_agent_image_copies_imports_nothing_it_does_not_copy():
+    """The agent image copies a few files of `tts` (and `facts.py`) beside the agent: those files, and
+    their packages' `__init__.py`, must import nothing of ours that the image lacks."""
+    copied = {
+        module_name(path)
+        for source in copied_sources(REPO / "agent" / "Dockerfile")
+        if (path := REPO / source).suffix == ".py"
+    }
+    wrong = [
+        f"{name} imports {target}, which agent/Dockerfile does not copy"
+        for name in sorted(copied)
+        for target in GRAPH[name]
+        if not within(target, ("agent",)) and target not in copied and target.rpartition(".")[0] not in copied
+    ]
+    assert {"facts", "tts.wire.sse", "tts.text.speech_text", "tts.wire", "tts.text"} <= copied, copied
+    assert not wrong, "\n".join(wrong)

@@ -30,12 +30,12 @@ from starlette.routing import Route
 from agent.config import AgentConfig
 from agent.events import Event, EventClock, TurnError, agent_end, error, interrupted
 from agent.model import Conversations, SessionBusy, answering, text_deltas
-from agent.modes import MODES, Turn
+from agent.modes import RUNS, Turn
 from agent.sagemaker_client import bidirectional_client
 from agent.tts_session import TTSSession
-from tts.sse import encode_event
+from facts import AUDIO_FORMATS, BIDI, MODES
+from tts.wire.sse import encode_event
 
-AUDIO_FORMATS = ("pcm", "wav", "mp3", "aac", "opus")
 MAX_PROMPT_CHARS = 4000
 MAX_PLAYED_MS = 86_400_000  # a day of audio: more is a client's mistake (and past a float for huge ints)
 # The web page's icon (a sound wave), at the address browsers ask for; SVG, which they all take.
@@ -78,7 +78,7 @@ def parse_turn(payload: Any, config: AgentConfig) -> Turn:
         prompt.encode("utf-8")
     except UnicodeEncodeError:
         raise PayloadError("invalid_prompt", "'prompt' holds a lone surrogate, which is not text") from None
-    mode = _text(payload, "mode", "bidi", "invalid_mode")
+    mode = _text(payload, "mode", BIDI, "invalid_mode")
     if mode not in MODES:
         raise PayloadError("invalid_mode", f"'mode' must be 'bidi' or 'batch', got {mode!r}")
     voice = _text(payload, "voice", config.tts_voice, "invalid_voice")
@@ -186,7 +186,7 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
             return
         spoken = conversation.start_turn()
         try:
-            async for event in MODES[turn.mode](
+            async for event in RUNS[turn.mode](
                 turn, lambda prompt: text_deltas(conversation.agent, prompt), speech.open_session, spoken
             ):
                 yield event

@@ -22,9 +22,9 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from agent.events import SAMPLE_RATE, Word
+from agent.events import Word
+from facts import SAMPLE_BYTES, SAMPLE_RATE
 
-PCM_BYTES_PER_SAMPLE = 2
 INTERRUPTED_MARK = "[interrupted]"
 
 
@@ -64,7 +64,7 @@ class AudioTimeline:
     @property
     def position_ms(self) -> float:
         if self._pcm:
-            return self._pcm_bytes / PCM_BYTES_PER_SAMPLE * 1000 / SAMPLE_RATE
+            return self._pcm_bytes / SAMPLE_BYTES * 1000 / SAMPLE_RATE
         return self._completed_ms
 
     def request_started(self, request_id: str) -> None:

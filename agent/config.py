@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
+from facts import DEFAULT_VOICE, TTS_ENDPOINT
+
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful voice assistant. Your answers are spoken aloud: reply in short, complete sentences, "
     "with no markdown, lists or emoji."
@@ -29,8 +31,8 @@ def _first_fragment_words(default: int | None) -> int | None:
 @dataclass(frozen=True)
 class AgentConfig:
     region: str = "us-east-1"
-    tts_endpoint: str = "kokoro-82m"
-    tts_voice: str = "jm_kumo"
+    tts_endpoint: str = TTS_ENDPOINT
+    tts_voice: str = DEFAULT_VOICE
     tts_format: str = "pcm"
     bedrock_model_id: str = "global.anthropic.claude-sonnet-4-6"
     system_prompt: str = DEFAULT_SYSTEM_PROMPT

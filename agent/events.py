@@ -18,12 +18,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tts.sse import SSEParser
+from facts import CHANNELS, SAMPLE_RATE
+from tts.wire.sse import SSEParser
 
 Event = dict[str, Any]
-
-SAMPLE_RATE = 24_000
-"""Kokoro-82M's output rate (the container's `synthesis_start.sample_rate`)."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +48,7 @@ class EventClock:
 
 def agent_start(clock: EventClock, mode: str, voice: str, audio_format: str) -> Event:
     return clock.event(
-        "agent_start", mode=mode, voice=voice, format=audio_format, sample_rate=SAMPLE_RATE, channels=1
+        "agent_start", mode=mode, voice=voice, format=audio_format, sample_rate=SAMPLE_RATE, channels=CHANNELS
     )
 
 
@@ -60,7 +58,7 @@ def text_delta(clock: EventClock, seq: int, text: str) -> Event:
 
 def audio_stream_start(clock: EventClock, audio_format: str, voice: str) -> Event:
     return clock.event(
-        "audio_stream_start", format=audio_format, voice=voice, sample_rate=SAMPLE_RATE, channels=1
+        "audio_stream_start", format=audio_format, voice=voice, sample_rate=SAMPLE_RATE, channels=CHANNELS
     )
 
 

@@ -6,7 +6,7 @@
   model is still writing the fourth.
 - batch: the baseline. Wait for the whole answer, then synthesize it as one message.
 
-What is sent is what the model wrote (the container turns it into speech text, `tts/speech_text.py`);
+What is sent is what the model wrote (the container turns it into speech text, `tts/text/speech_text.py`);
 the agent only leaves out what has nothing to say aloud (a code block's lines, a line of emoji), so no
 chunk of the answer becomes a `nothing_to_speak` error.
 
@@ -42,7 +42,8 @@ from agent.events import (
     words,
 )
 from agent.tts_session import Audio, TTSSession, TTSStreamError
-from tts.speech_text import MarkdownBlocks, speech_text
+from facts import BATCH, BIDI, DEFAULT_VOICE
+from tts.text.speech_text import MarkdownBlocks, speech_text
 
 TextSource = Callable[[str], AsyncIterator[str]]
 SessionOpener = Callable[[], Awaitable[TTSSession]]
@@ -54,8 +55,8 @@ log = logging.getLogger("agent.modes")
 @dataclass(frozen=True)
 class Turn:
     prompt: str
-    mode: str = "bidi"
-    voice: str = "jm_kumo"
+    mode: str = BIDI
+    voice: str = DEFAULT_VOICE
     audio_format: str = "pcm"
     first_fragment_min_words: int | None = None
 
@@ -297,4 +298,5 @@ async def _close(session_task: asyncio.Future[TTSSession]) -> None:
         log.warning("closing the TTS session failed", exc_info=True)
 
 
-MODES = {"bidi": run_bidi, "batch": run_batch}
+RUNS = {BIDI: run_bidi, BATCH: run_batch}
+"""Each mode (`facts.MODES`) and the run that speaks it."""

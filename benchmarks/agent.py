@@ -8,7 +8,7 @@ first fragment at a clause), and one decodes each segment whole in the container
 
 Each condition starts a fresh local stack (emulator + the real Kokoro container + the agent), warms it
 with one untimed bidi turn, then alternates the two modes run by run so machine noise hits both alike.
-Times are taken where a client sees the events (`agent.demo`). The article: bidi reached first audio
+Times are taken where a client sees the events (`tools.demo`). The article: bidi reached first audio
 2.4x sooner than batch locally and 3.5x sooner against the deployed AgentCore runtime.
 """
 
@@ -21,11 +21,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from agent.demo import DEFAULT_PROMPT, MODES, compare, run_once
 from benchmarks import report
 from benchmarks.stats import summarize
 from emulator.config import EmulatorConfig
+from facts import MODES
 from local_stack.stack import local_stack
+from tools.demo import DEFAULT_PROMPT, compare, run_once
 
 ARTICLE = {"ratio": 2.4, "ratio_with_latency": 3.5}
 LATENCY_MS, JITTER_MS = 25.0, 5.0

@@ -31,7 +31,7 @@ from benchmarks import report
 from benchmarks.stats import summarize
 from emulator.config import EmulatorConfig
 from local_stack.stack import LocalStack, local_stack
-from tts.sse import SSEParser
+from tts.wire.sse import SSEParser
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 PROMPT = "Where is my order?"

@@ -2,7 +2,7 @@
 (`POST /invocations` with `"transport": "sse"`, the way audio reaches a browser) in PCM, MP3, AAC and
 Opus at the container's bit rates. For each format: the bytes of the audio itself and the bytes of the
 SSE stream that carries it as base64 JSON events; and the word error rate of the decoded audio through
-an independent offline ASR (Whisper base, `tests/support/asr.py`).
+an independent offline ASR (Whisper base, `tools/asr.py`).
 
 The article: base64 inside SSE inflates the payload by about 33% (four base64 characters per three
 bytes), and quality was the same across encodings (WER 0 for every codec, through Amazon Transcribe).
@@ -23,10 +23,10 @@ import numpy as np
 from benchmarks import report
 from benchmarks.container import tts_process
 from benchmarks.texts import CLIPS
-from tests.support.asr import transcribe, word_error_rate
-from tts.sse import SSEParser
+from facts import PCM_BYTES_PER_S, SAMPLE_RATE
+from tools.asr import transcribe, word_error_rate
+from tts.wire.sse import SSEParser
 
-SAMPLE_RATE = 24_000
 FORMATS = ("pcm", "mp3", "aac", "opus")
 ARTICLE = {"base64_overhead_pct": 33.0, "wer": 0.0, "pcm_kbps": 384.0}
 
@@ -76,7 +76,7 @@ def measure(clips: tuple[str, ...]) -> list[dict[str, Any]]:
                     "format": fmt,
                     "audio_bytes": len(audio),
                     "sse_bytes": sse_bytes,
-                    "seconds": round(len(pcm) / (2 * SAMPLE_RATE), 3),
+                    "seconds": round(len(pcm) / PCM_BYTES_PER_S, 3),
                     "pcm": pcm,
                 }
             )

@@ -10,7 +10,7 @@
   lane (`window_lanes=1`), one with windowing off (`window_first_frames=0`), asked in turn for a 10-, a
   20- and a 25-word sentence; first audio, completion, and their ratio; plus the log-mel distance and
   seam-click ratio of the streamed audio against whole-segment audio of the same text
-  (`tts/engines/fidelity.py`).
+  (`tools/fidelity.py`).
 - `measure_peer`: kokoro-onnx 0.6.1 (`pip install --no-deps kokoro-onnx==0.6.1`), same int8 model and
   voice pack, `Kokoro.create_stream` run to its end, alternating with our server's completion time for
   the 20-word sentence and the whole answer as one message.
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import socket
 import statistics
 import sys
@@ -38,20 +37,19 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import uvicorn
-import websockets
 
 from benchmarks import report
 from benchmarks.stats import median_ratio, spread
 from benchmarks.texts import ANSWER, ANSWER_FIRST_SENTENCE, SENTENCES_BY_WORDS, TEN_WORDS
 from emulator.processes import child, free_port
-from tts.config import SAMPLE_RATE, TTSConfig
+from facts import PCM_BYTES_PER_S, SAMPLE_RATE
+from tools.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
+from tools.tts_client import connect, is_control, speak
+from tts.config import SAMPLES_PER_FRAME, TTSConfig
 from tts.engines import create_engine, export_model
-from tts.engines.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
 from tts.engines.weights import PYPI_MODEL_NAME
-from tts.engines.windows import SAMPLES_PER_FRAME, WindowPlan
-from tts.server import create_app
-
-BYTES_PER_SECOND = SAMPLE_RATE * 2  # s16le mono
+from tts.scheduling.plan import WindowPlan
+from tts.serving.app import create_app
 
 
 class Served(NamedTuple):
@@ -93,7 +91,7 @@ def serving(config: TTSConfig) -> Iterator[Served]:
         yield Served(
             f"ws://127.0.0.1:{sock.getsockname()[1]}/invocations-bidirectional-stream",
             time.perf_counter() - started,
-            host.engine.window_plan,
+            host.scheduler.plan,
         )
     finally:
         server.should_exit = True
@@ -109,30 +107,22 @@ class TimedAudio(NamedTuple):
     @property
     def stalls_s(self) -> float:
         """Silence inside the speech: waits for audio not yet computed, after the first frame."""
-        return self.heard_s - self.first_s - len(self.pcm) / BYTES_PER_SECOND
+        return self.heard_s - self.first_s - len(self.pcm) / PCM_BYTES_PER_S
 
 
 async def timed_audio(url: str, text: str) -> TimedAudio:
     """`text` on a fresh WebSocket (PCM): the times above and the audio. A container error raises; a
     silent container fails after 300 s."""
-    async with websockets.connect(url, max_size=None) as ws:
+    async with connect(url) as channel:
         started = time.perf_counter()
-        await ws.send(json.dumps({"text": text}))
-        first, heard, pcm = None, 0.0, bytearray()
-        async with asyncio.timeout(300):
-            while True:
-                frame = await ws.recv()
-                if isinstance(frame, bytes):
-                    arrived = time.perf_counter() - started
-                    first = first or arrived
-                    heard = max(heard, arrived) + len(frame) / BYTES_PER_SECOND
-                    pcm += frame
-                    continue
-                message = json.loads(frame)
-                if message["type"] == "synthesis_complete":
-                    return TimedAudio(first or float("nan"), time.perf_counter() - started, heard, bytes(pcm))
-                if message["type"] == "error":
-                    raise RuntimeError(f"{message['code']}: {message['message']}")
+        transcript = await speak(channel, [{"text": text}], timeout_s=300)
+    arrivals = transcript.arrivals(started)
+    heard = 0.0
+    for arrival in arrivals:
+        heard = max(heard, arrival.at_s) + arrival.audio_s
+    complete = transcript.first(is_control("synthesis_complete")).at_s - started
+    first = arrivals[0].at_s if arrivals else float("nan")
+    return TimedAudio(first, complete, heard, transcript.pcm())
 
 
 def measure_engine(config: TTSConfig, trials: int) -> dict[str, Any]:
@@ -180,19 +170,13 @@ def engines_table(rows: list[dict[str, Any]], trials: int) -> str:
 
 async def _session(url: str, text: str, count: int) -> tuple[float, float]:
     """`count` requests on one session: seconds to the first binary frame, and seconds of audio received."""
-    async with websockets.connect(url, max_size=None) as ws:
+    async with connect(url) as channel:
         started = time.perf_counter()
-        for n in range(count):
-            await ws.send(json.dumps({"text": text, "request_id": str(n)}))
-        first, audio_s, done = None, 0.0, 0
-        while done < count:
-            frame = await ws.recv()
-            if isinstance(frame, bytes):
-                first = first or time.perf_counter() - started
-            elif (message := json.loads(frame))["type"] == "synthesis_complete":
-                audio_s += message["duration_s"]
-                done += 1
-        return first or float("nan"), audio_s
+        messages = [{"text": text, "request_id": str(n)} for n in range(count)]
+        transcript = await speak(channel, messages, timeout_s=600)
+    arrivals = transcript.arrivals(started)
+    audio_s = sum(message["duration_s"] for message in transcript.controls("synthesis_complete"))
+    return (arrivals[0].at_s if arrivals else float("nan")), audio_s
 
 
 async def _concurrent(url: str, sessions: int, requests: int) -> dict[str, Any]:

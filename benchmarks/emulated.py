@@ -3,7 +3,6 @@ client and the emulator do not share an interpreter; and the official HTTP/2 cli
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import subprocess
@@ -21,15 +20,14 @@ from smithy_aws_core.identity import AWSCredentialsIdentity
 
 from agent.config import AgentConfig
 from agent.sagemaker_client import bidirectional_client
-from agent.tts_session import Audio, TTSSession
 from emulator.config import EmulatorConfig
 from emulator.daemon import wait_ready
 from emulator.manifest import DEFAULT_MANIFEST
 from emulator.processes import stop_group
+from facts import DEFAULT_VOICE, TTS_ENDPOINT
+from tools import tts_client
+from tools.tts_client import open_endpoint
 
-TTS_ENDPOINT = "kokoro-82m"  # the default manifest's endpoint (compose/emulator.yaml)
-VOICE = "jm_kumo"
-PCM_BYTES_PER_S = 48_000  # 24 kHz s16le mono
 CREDENTIALS = AWSCredentialsIdentity(access_key_id="bench", secret_access_key="bench")
 
 
@@ -96,22 +94,20 @@ class EmulatorProcess:
 async def speak(
     client: AsyncSageMakerRuntimeHTTP2Client, text: str, since: float | None = None, timeout_s: float = 600
 ) -> tuple[float, float]:
-    """`text` as one message on a fresh session to the TTS endpoint: milliseconds from `since`
-    (`time.perf_counter()`; default: the moment the message is sent) to the first audio frame, and the
-    seconds of audio that came back."""
-    first, audio_bytes = None, 0
-    async with await TTSSession.open(client, TTS_ENDPOINT) as session:
+    """`text` as one message on a fresh session to the TTS endpoint (with word timings, as the agent
+    asks): milliseconds from `since` (`time.perf_counter()`; default: the moment the message is sent)
+    to the first audio frame, and the seconds of audio that came back."""
+    async with open_endpoint(client, TTS_ENDPOINT) as channel:
         since = time.perf_counter() if since is None else since
-        await session.synthesize(text, uuid.uuid4().hex[:12], VOICE, "pcm")
-        async with asyncio.timeout(timeout_s):
-            async for chunk in session.chunks():
-                if isinstance(chunk, Audio):
-                    first = first if first is not None else (time.perf_counter() - since) * 1000
-                    audio_bytes += len(chunk.data)
-                elif chunk.type == "synthesis_complete":
-                    await session.finish()
-                elif chunk.type == "error":
-                    raise RuntimeError(f"the container answered an error: {chunk.message}")
-    if first is None:
+        message = {
+            "text": text,
+            "request_id": uuid.uuid4().hex[:12],
+            "voice": DEFAULT_VOICE,
+            "format": "pcm",
+            "timestamps": True,
+        }
+        transcript = await tts_client.speak(channel, [message], timeout_s)
+    arrivals = transcript.arrivals(since)
+    if not arrivals:
         raise RuntimeError("the session ended without audio")
-    return first, audio_bytes / PCM_BYTES_PER_S
+    return arrivals[0].at_s * 1000, sum(arrival.audio_s for arrival in arrivals)

@@ -21,7 +21,7 @@ import numpy as np
 from benchmarks import report
 from benchmarks.container import timed_audio, tts_process, websocket_url
 from benchmarks.texts import ARTICLE_TEXT, FIRST_SENTENCE
-from tts.config import SAMPLE_RATE
+from facts import PCM_BYTES_PER_S
 
 ENGINES = ("onnx", "torch")
 
@@ -45,7 +45,7 @@ def measure(engine: str, trials: int) -> dict[str, Any]:
         for _ in report.progress(range(trials), f"{engine}: trials"):
             first_ms.append(asyncio.run(timed_audio(url, FIRST_SENTENCE)).first_s * 1000)
             answer = asyncio.run(timed_audio(url, ARTICLE_TEXT))
-            rtfs.append(answer.complete_s / (len(answer.pcm) / 2 / SAMPLE_RATE))
+            rtfs.append(answer.complete_s / (len(answer.pcm) / PCM_BYTES_PER_S))
     return {
         "engine": engine,
         "ready_s": round(ready_s, 2),

@@ -6,7 +6,7 @@ run two consumers over the very same chunks:
 
 - naive: one chunk = one event (parse each PayloadPart as one `data: {...}` record);
 - buffered: the article's loop, keep a buffer and cut events at the blank line ("\\n\\n"), which is
-  `tts.sse.SSEParser`, the project's one parser.
+  `tts.wire.sse.SSEParser`, the project's one parser.
 
 A failure is a chunk the consumer cannot turn into events (naive) or an event that never comes out
 whole (buffered). The article saw four logical MP3 events arrive in six chunks, two of which ended
@@ -25,9 +25,10 @@ import boto3
 import botocore.config
 
 from benchmarks import report
-from benchmarks.emulated import TTS_ENDPOINT, EmulatorProcess
+from benchmarks.emulated import EmulatorProcess
 from benchmarks.texts import CLIPS
-from tts.sse import SSEError, SSEParser
+from facts import TTS_ENDPOINT
+from tts.wire.sse import SSEError, SSEParser
 
 RECHUNK = "200-3000"  # PayloadPart sizes in bytes; an MP3 event here is about 1.1 kB
 RECHUNK_SEED = "12"

@@ -30,10 +30,11 @@ from typing import Any
 import httpx
 
 from benchmarks import report
-from benchmarks.container import BYTES_PER_SECOND, TimedAudio, timed_audio, websocket_url
+from benchmarks.container import TimedAudio, timed_audio, websocket_url
 from benchmarks.stats import spread
 from benchmarks.texts import ANSWER, TEN_WORDS
 from emulator.processes import free_port
+from facts import PCM_BYTES_PER_S
 
 IMAGE = "voice-agent-aws/kokoro-tts-gpu:gpu-check"
 TRIALS = 3
@@ -191,7 +192,7 @@ def run(quick: bool, out: Path) -> dict[str, Any]:
         "gpu": gpu,
         "ready_s": round(ready_s, 2),
         "server_first_audio_10_words_s": spread(first),
-        "rtf": spread([t.complete_s / (len(t.pcm) / BYTES_PER_SECOND) for t in whole]),
+        "rtf": spread([t.complete_s / (len(t.pcm) / PCM_BYTES_PER_S) for t in whole]),
         "vram_mib": {"after_warm_up": warm_mib, "peak": max(peak.peak_mib - before, warm_mib)},
         "sessions": rows,
         "real_time_sessions": real_time_sessions(rows),

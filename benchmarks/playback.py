@@ -20,8 +20,6 @@ Targets (issue 27, a quiet 2-core CPU): one session never stalls and hears its f
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 import statistics
 import time
 import uuid
@@ -29,14 +27,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import websockets
 
-from agent.listener import PCM_BYTES_PER_S, STALL_FLOOR_S, Arrival, listen
-from agent.tts_session import Audio, TTSSession
+from agent.chunker import split_sentences
 from benchmarks import report
 from benchmarks.container import tts_process, websocket_url
-from benchmarks.emulated import TTS_ENDPOINT, VOICE, EmulatorProcess
+from benchmarks.emulated import EmulatorProcess
 from benchmarks.texts import PLAYBACK_ANSWERS
+from facts import DEFAULT_VOICE, TTS_ENDPOINT
+from tools.listener import STALL_FLOOR_S, Arrival, listen
+from tools.tts_client import connect, open_endpoint, speak
 
 LEVELS = (1, 2, 3, 4, 5, 6, 7, 8)
 QUICK_LEVELS = (1, 2, 3, 4)
@@ -46,12 +45,8 @@ TARGET_MAX_STALL_MS = 50.0
 SESSION_TIMEOUT_S = 600.0
 
 
-def sentences(text: str) -> list[str]:
-    return re.split(r"(?<=[.?!]) ", text)
-
-
 def playback(arrivals: list[Arrival]) -> dict[str, Any]:
-    """The listener's view of one session (agent.listener: a player that starts at the first audio and
+    """The listener's view of one session (tools.listener: a player that starts at the first audio and
     plays at real time, waiting whenever the next audio has not arrived yet)."""
     if not arrivals:
         raise RuntimeError("the session ended without audio")
@@ -71,47 +66,36 @@ def playback(arrivals: list[Arrival]) -> dict[str, Any]:
 
 async def websocket_session(url: str, text: str, since: float) -> list[Arrival]:
     """`text` sentence by sentence on a fresh WebSocket to the container."""
-    parts = sentences(text)
-    arrivals: list[Arrival] = []
-    async with websockets.connect(url, max_size=None) as ws:
-        for n, sentence in enumerate(parts):
-            await ws.send(json.dumps({"text": sentence, "request_id": str(n), "voice": VOICE}))
-        done = 0
-        while done < len(parts):
-            frame = await ws.recv()
-            if isinstance(frame, bytes):
-                arrivals.append(Arrival(time.perf_counter() - since, len(frame) / PCM_BYTES_PER_S))
-            elif (message := json.loads(frame))["type"] == "synthesis_complete":
-                done += 1
-            elif message["type"] == "error":
-                raise RuntimeError(f"{message['code']}: {message['message']}")
-        await ws.send(json.dumps({"type": "close"}))  # the container closes once all is sent
-        await ws.wait_closed()
-    return arrivals
+    messages = [
+        {"text": sentence, "request_id": str(n), "voice": DEFAULT_VOICE}
+        for n, sentence in enumerate(split_sentences(text))
+    ]
+    async with connect(url) as channel:
+        transcript = await speak(channel, messages, SESSION_TIMEOUT_S)
+    return transcript.arrivals(since)
 
 
 async def emulator_session(client: Any, text: str, since: float) -> list[Arrival]:
-    """`text` sentence by sentence on a fresh session through the emulator (the official client)."""
-    parts = sentences(text)
-    arrivals: list[Arrival] = []
-    async with await TTSSession.open(client, TTS_ENDPOINT) as session:
-        for n, sentence in enumerate(parts):
-            await session.synthesize(sentence, f"{n}-{uuid.uuid4().hex[:8]}", VOICE, "pcm")
-        done = 0
-        async for chunk in session.chunks():
-            if isinstance(chunk, Audio):
-                arrivals.append(Arrival(time.perf_counter() - since, len(chunk.data) / PCM_BYTES_PER_S))
-            elif chunk.type == "synthesis_complete":
-                done += 1
-                if done == len(parts):
-                    await session.finish()
-            elif chunk.type == "error":
-                raise RuntimeError(f"the container answered an error: {chunk.message}")
-    return arrivals
+    """`text` sentence by sentence on a fresh session through the emulator (the official client), with
+    word timings as the agent asks for them."""
+    messages = [
+        {
+            "text": sentence,
+            "request_id": f"{n}-{uuid.uuid4().hex[:8]}",
+            "voice": DEFAULT_VOICE,
+            "format": "pcm",
+            "timestamps": True,
+        }
+        for n, sentence in enumerate(split_sentences(text))
+    ]
+    async with open_endpoint(client, TTS_ENDPOINT) as channel:
+        transcript = await speak(channel, messages, SESSION_TIMEOUT_S)
+    return transcript.arrivals(since)
 
 
 async def watch_load(ping_url: str, seen: list[dict[str, Any]]) -> None:
-    """Every 0.25 s until cancelled: what the replica's `/ping` says about its load (tts/scheduler.py)."""
+    """Every 0.25 s until cancelled: what the replica's `/ping` says about its load
+    (tts/scheduling/scheduler.py)."""
     async with httpx.AsyncClient(trust_env=False) as client:
         while True:
             load = (await client.get(ping_url, timeout=5.0)).json().get("load")

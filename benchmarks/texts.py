@@ -89,7 +89,7 @@ PLAYBACK_ANSWERS = (
 )
 PLAYBACK_FIRST_SENTENCE_WORDS = 20
 
-# Held out from the tuning of word timings (`tts/engines/timings.py` was tuned on `CLIPS`): sixteen
+# Held out from the tuning of word timings (`tts/text/timings.py` was tuned on `CLIPS`): sixteen
 # sentences a voice agent might say, scored against Whisper's word timings (`benchmarks/timestamps.py`;
 # numbers written out, so that Whisper's words and the written words compare one to one).
 TIMESTAMP_SENTENCES = (

@@ -1,10 +1,10 @@
 """`timestamps`: how close the container's word timings (`"timestamps": true`, taken from the duration
-predictor: `tts/engines/timings.py`) are to when the words are heard.
+predictor: `tts/text/timings.py`) are to when the words are heard.
 
 Each held-out sentence (`TIMESTAMP_SENTENCES`; the timing rules were tuned on `CLIPS`) is spoken
 through the container (`POST /invocations`, SSE, PCM, the default ONNX engine with windowed decoding)
 at speed 1 and, in the full run, 0.8 and 1.3. Two references judge the words' times:
-- an independent ASR: Whisper base (`tests/support/asr.py`, faster-whisper with `word_timestamps=True`:
+- an independent ASR: Whisper base (`tools/asr.py`, faster-whisper with `word_timestamps=True`:
   its cross-attention aligned to the audio by dynamic time warping). Words both sides agree on (the
   same word, in order) are paired. The headline error is the hand-over between two neighbouring words:
   Whisper's words abut, so a pause is counted into one of them; ours leave pauses out, and any point of
@@ -31,8 +31,8 @@ from benchmarks import report
 from benchmarks.container import tts_process
 from benchmarks.stats import summarize
 from benchmarks.texts import TIMESTAMP_SENTENCES
-from tests.support.asr import word_timings
-from tts.sse import SSEParser
+from tools.asr import word_timings
+from tts.wire.sse import SSEParser
 
 TARGETS = {"median_ms": 50.0, "p95_ms": 120.0}
 BLOCK = 240  # 10 ms at 24 kHz

@@ -18,6 +18,7 @@ from deploy.bedrock import validate_model_id
 from deploy.errors import ConfigError
 from deploy.gpu import ami_named, is_gpu_instance
 from deploy.images import parse_ecr_uri
+from facts import TTS_ENDPOINT
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,7 +33,7 @@ class SpeechImage:
 
 
 # The speech models this package can deploy.
-SPEECH_MODELS = {"kokoro-82m": SpeechImage("tts/Dockerfile.gpu", "tts/requirements/gpu.txt")}
+SPEECH_MODELS = {TTS_ENDPOINT: SpeechImage("tts/Dockerfile.gpu", "tts/requirements/gpu.txt")}
 AGENT_DOCKERFILE = "agent/Dockerfile"
 # Where the endpoint's weights come from (deploy/model_dir.py); a directory is given as `model_dir`.
 MODEL_SOURCES = ("auto", "hub", "offline")
@@ -71,7 +72,7 @@ def _env_path(name: str) -> Path | None:
 class DeployConfig:
     """Everything the stacks and the commands need; one instance per command run."""
 
-    model: str = "kokoro-82m"
+    model: str = TTS_ENDPOINT
     region: str | None = None
     instance_type: str = "ml.g5.xlarge"
     inference_ami: str | None = None

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from deploy.config import DeployConfig
 from deploy.errors import ConfigError
+from facts import DEFAULT_VOICE
 
 HUB_REPO = "hexgrad/Kokoro-82M"
 HUB_REVISION = "f3ff3571791e39611d31c381e3a41a3af07b4987"
@@ -40,7 +41,7 @@ HUB_VOICES = (
 HUB_FILES = ("config.json", "kokoro-v1_0.pth", *(f"voices/{voice}.pt" for voice in HUB_VOICES))
 # Checked in addition to the hub's own SHA-256 (its ETag for LFS files) at the pinned revision.
 PINNED_SHA256 = {"kokoro-v1_0.pth": "496dba118d1a58f5f3db2efc88dbdc216e0483fc89fe6e47ee1f2c53f18ad1e4"}
-DEFAULT_VOICES = {"hub": "af_heart", "offline": "jm_kumo"}
+DEFAULT_VOICES = {"hub": "af_heart", "offline": DEFAULT_VOICE}
 TORCH_LAYOUT = ("config.json", "kokoro-v1_0.pth")
 # The tts package's command, run as a program: deploy imports no tts module (it reads only `agent.config`).
 EXPORT_COMMAND = (sys.executable, "-m", "tts", "export-model")

@@ -23,9 +23,9 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from agent.demo import DEFAULT_PROMPT
 from local_stack.stack import local_stack
 from local_stack.web import RelayError, relay
+from tools.demo import DEFAULT_PROMPT
 
 
 def _stop_on_sigterm(signum: int, frame: object) -> None:

@@ -15,9 +15,10 @@ import sys
 import uuid
 from pathlib import Path
 
-from agent.demo import DEFAULT_PROMPT, compare, report, turn_chunks
-from agent.events import SAMPLE_RATE, read_events
-from tts.encoders import wav_file
+from agent.events import read_events
+from facts import PCM_BYTES_PER_S, SAMPLE_RATE
+from tools.demo import DEFAULT_PROMPT, compare, report, turn_chunks
+from tts.wire.encoders import wav_file
 
 
 def speak_to_wav(target: str, prompt: str, out: Path, mode: str = "bidi") -> tuple[str, float]:
@@ -34,7 +35,7 @@ def speak_to_wav(target: str, prompt: str, out: Path, mode: str = "bidi") -> tup
             raise RuntimeError(f"{event['code']}: {event['message']}")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(wav_file(bytes(pcm), SAMPLE_RATE))
-    return text, len(pcm) / 2 / SAMPLE_RATE
+    return text, len(pcm) / PCM_BYTES_PER_S
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.docker import require_docker
-from tests.support.tts_session import Server, tts_container
+from tests.support.tts_container import Server, tts_container
 
 __all__ = ["Server"]
 

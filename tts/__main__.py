@@ -12,14 +12,15 @@ import sys
 import time
 from pathlib import Path
 
-from tts.config import SAMPLE_RATE, TTSConfig
+from facts import SAMPLE_RATE
+from tts.config import TTSConfig
 from tts.engines import MODEL_FORMATS
 
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from tts.server import create_app
+    from tts.serving.app import create_app
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     config = TTSConfig.from_env(**overrides)
@@ -36,8 +37,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _speak(args: argparse.Namespace) -> int:
-    from tts.encoders import float_to_pcm16, wav_file
     from tts.engines import create_engine
+    from tts.wire.audio import float_to_pcm16
+    from tts.wire.encoders import wav_file
 
     config = TTSConfig.from_env()
     engine = create_engine(config)

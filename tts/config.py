@@ -7,9 +7,13 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from facts import DEFAULT_VOICE
+
 SAGEMAKER_MODEL_DIR = Path("/opt/ml/model")
-SAMPLE_RATE = 24_000
+# Kokoro-82M's shape: a segment is at most 510 phoneme tokens (512 with the two pads), and the decoder
+# turns each aligned frame into 600 samples (two F0 steps of 300), 25 ms at 24 kHz.
 MAX_PHONEME_TOKENS = 510
+SAMPLES_PER_FRAME = 600
 
 
 def _env_int(name: str, default: int) -> int:
@@ -26,7 +30,7 @@ def _env_int(name: str, default: int) -> int:
 class TTSConfig:
     model_dir: Path | None = None
     cache_dir: Path = Path.home() / ".cache" / "voice-agent-aws"
-    voice: str = "jm_kumo"
+    voice: str = DEFAULT_VOICE
     lang: str = "en-us"
     threads: int = 0
     frame_ms: int = 100
@@ -73,11 +77,6 @@ class TTSConfig:
             raise ValueError(
                 f"TTS_WINDOW_CONTEXT_FRAMES must be within 0-50, got {self.window_context_frames}"
             )
-
-    @property
-    def frame_bytes(self) -> int:
-        """Bytes of s16le mono PCM in one wire frame."""
-        return SAMPLE_RATE * self.frame_ms // 1000 * 2
 
     @classmethod
     def from_env(cls, **overrides: object) -> TTSConfig:

@@ -13,7 +13,7 @@ from deploy.parts.speech import SpeechPart
 
 # `demo` is the agent's own program, run as one: deploy reads `agent.config` and imports no more of the
 # agent, so the demo's flags and output stay the agent's (see `agent-infra demo --help`).
-DEMO_COMMAND = (sys.executable, "-m", "agent.demo")
+DEMO_COMMAND = (sys.executable, "-m", "tools.demo")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -24,7 +24,7 @@ def parser() -> argparse.ArgumentParser:
         "destroy", help="delete the agent stacks (ECR images and logs are retained)"
     )
     status = commands.add_parser("status", help="READY, or why not, and the endpoint it speaks through")
-    commands.add_parser("demo", help="talk to the deployed agent (agent.demo; `agent-infra demo --help`)")
+    commands.add_parser("demo", help="talk to the deployed agent (tools.demo; `agent-infra demo --help`)")
     flags.add_agent(deploy, required=True)
     flags.add_source(deploy)
     flags.add_wait(deploy)

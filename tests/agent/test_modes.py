@@ -9,8 +9,8 @@ import pytest
 from agent.events import TurnError
 from agent.modes import Turn, run_batch, run_bidi
 from tests.agent.doubles import FailingModel, LateLastDeltaModel, RecordingTTSSession, unanswered_tts_session
-from tests.tts.test_speech_text import CASES as SPEECH_TEXT_CASES
-from tts.speech_text import speech_text
+from tests.tts.text.test_speech_text import CASES as SPEECH_TEXT_CASES
+from tts.text.speech_text import speech_text
 
 ANSWER = ["Hello there. ", "The sky is blue", " today. ", "It will rain", " tomorrow."]
 LAST_DELAY_S = 0.3

@@ -1,13 +1,16 @@
-"""The official client's shutdown race is dropped from the event loop's error log, and nothing else."""
+"""One session to the endpoint: a chunk is audio unless the whole of it is a JSON object, and the
+official client's shutdown race is dropped from the event loop's error log, and nothing else."""
 
 import asyncio
 import gc
+import json
 import logging
 import time
 
+import numpy as np
 import pytest
 
-from agent.tts_session import TTSSession, TTSStreamError, _drop_crt_writer_race
+from agent.tts_session import Audio, Control, TTSSession, TTSStreamError, _drop_crt_writer_race, classify
 
 RACE = "2080 (AWS_ERROR_HTTP_STREAM_HAS_COMPLETED): HTTP-stream has completed, action cannot be performed."
 
@@ -75,3 +78,22 @@ async def test_an_endpoint_name_sagemaker_refuses_is_refused_at_once(name: str):
     with pytest.raises(TTSStreamError) as error:
         await TTSSession.open(client, name, timeout_s=30)
     assert error.value.code == "ValidationError" and time.perf_counter() - started < 1
+
+
+def test_a_json_object_chunk_is_control():
+    chunk = json.dumps({"type": "synthesis_complete", "request_id": "s0", "duration_s": 1.2}).encode()
+    assert classify(chunk) == Control({"type": "synthesis_complete", "request_id": "s0", "duration_s": 1.2})
+
+
+def test_pcm_that_starts_with_an_open_brace_is_still_audio():
+    samples = np.array([0x227B, -1200, 3000, 0x7B7B] * 1200, dtype="<i2")  # 0x7b '{' first byte
+    chunk = samples.tobytes()
+    assert chunk[:1] == b"{"
+    assert classify(chunk) == Audio(chunk)
+
+
+@pytest.mark.parametrize(
+    "chunk", [b"{", b'{"type": "x"', b"{\xff\xfe}", b"[1, 2]", b'"text"', b"", b"\x00\x01"]
+)
+def test_anything_that_is_not_a_whole_json_object_is_audio(chunk):
+    assert isinstance(classify(chunk), Audio)

@@ -86,7 +86,7 @@ def test_rehearsal_deploys_speaks_and_destroys(
     images = [tag for stack in record["stacks"].values() for tag in stack["images"]]
     emulator_env = json.loads(run([PYTHON, "-m", "emulator", "env", "--json"], env, timeout=60).stdout)
     demo = run(
-        [PYTHON, "-m", "agent.demo", "--endpoint-url", arn, "--runs", "1", "--json"],
+        [PYTHON, "-m", "tools.demo", "--endpoint-url", arn, "--runs", "1", "--json"],
         env | emulator_env,
         timeout=600,
     )

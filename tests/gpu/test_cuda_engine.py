@@ -6,11 +6,10 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from tts.config import TTSConfig
+from tools.fidelity import mel_distance
+from tts.config import SAMPLES_PER_FRAME, TTSConfig
 from tts.engines.base import style_row
-from tts.engines.fidelity import mel_distance
 from tts.engines.torch.engine import TorchEngine
-from tts.engines.windows import SAMPLES_PER_FRAME
 
 pytestmark = [
     pytest.mark.gpu,

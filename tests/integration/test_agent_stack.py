@@ -10,8 +10,8 @@ import time
 import httpx
 import pytest
 
-from tests.support.asr import transcribe, word_error_rate
-from tts.sse import SSEParser
+from tools.asr import transcribe, word_error_rate
+from tts.wire.sse import SSEParser
 
 pytestmark = pytest.mark.integration
 

@@ -13,10 +13,10 @@ import sys
 import boto3
 import pytest
 
-from agent.demo import compare, runtime_chunks
 from emulator.config import EmulatorConfig
 from local_stack.stack import local_stack
-from tts.sse import SSEParser
+from tools.demo import compare, runtime_chunks
+from tts.wire.sse import SSEParser
 
 pytestmark = pytest.mark.integration
 

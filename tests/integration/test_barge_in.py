@@ -15,7 +15,7 @@ from agent.barge_in import INTERRUPTED_MARK
 from agent.config import AgentConfig
 from agent.model import build_agent, build_model, text_deltas
 from tests.emulator.services.bedrock.test_runtime import bedrock_app, llm_config, serving
-from tts.sse import SSEParser
+from tts.wire.sse import SSEParser
 
 pytestmark = pytest.mark.integration
 

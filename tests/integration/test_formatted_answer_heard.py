@@ -16,8 +16,8 @@ import yaml
 
 from emulator.config import EmulatorConfig
 from local_stack.stack import LocalStack, local_stack
-from tests.support.asr import transcribe
-from tts.sse import SSEParser
+from tools.asr import transcribe
+from tts.wire.sse import SSEParser
 
 pytestmark = pytest.mark.integration
 

@@ -9,10 +9,10 @@ sooner"). Measured with the default streamed decoding: jm_kumo 0.013 (whole-segm
 import json
 
 import pytest
-import websockets
 
 from tests.integration.test_tts_server import collect
-from tests.support.asr import transcribe, word_error_rate
+from tools.asr import transcribe, word_error_rate
+from tools.tts_client import connect
 
 pytestmark = [pytest.mark.integration, pytest.mark.asr]
 
@@ -30,7 +30,7 @@ SENTENCES = [
 
 @pytest.mark.parametrize("voice", ["jm_kumo", "jf_nezumi"])
 async def test_word_error_rate_is_at_most_ten_percent(tts_server, voice):
-    async with websockets.connect(tts_server.ws, max_size=None) as ws:
+    async with connect(tts_server.ws) as ws:
         for n, text in enumerate(SENTENCES):
             await ws.send(json.dumps({"text": text, "voice": voice, "request_id": str(n)}))
         _, audio = await collect(ws, until=len(SENTENCES))

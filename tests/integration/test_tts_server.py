@@ -9,10 +9,10 @@ import json
 import av
 import httpx
 import pytest
-import websockets
 
-from tests.support.tts_session import Transcript, close_and_drain, is_control, read_until
-from tts.sse import SSEParser
+from tools import tts_client
+from tools.tts_client import Transcript, close_and_drain, is_control, read_until
+from tts.wire.sse import SSEParser
 
 pytestmark = pytest.mark.integration
 
@@ -23,11 +23,11 @@ async def collect(ws, until: int = 1) -> tuple[list[dict], dict[str, bytes]]:
     """Read frames until `until` terminal control frames arrived; audio is grouped by request."""
     controls, audio, current, done = [], {}, None, 0
     while done < until:
-        frame = await asyncio.wait_for(ws.recv(), 60)
+        frame = await asyncio.wait_for(ws.receive(), 60)
         if isinstance(frame, bytes):
             audio[current] = audio.get(current, b"") + frame
             continue
-        message = json.loads(frame)
+        message = frame
         controls.append(message)
         if message["type"] == "synthesis_start":
             current = message["request_id"]
@@ -37,7 +37,7 @@ async def collect(ws, until: int = 1) -> tuple[list[dict], dict[str, bytes]]:
 
 
 def connect(server):
-    return websockets.connect(server.ws, max_size=None)
+    return tts_client.connect(server.ws)
 
 
 @pytest.mark.parametrize("binary", [False, True], ids=["text-frames", "binary-frames"])
@@ -60,9 +60,9 @@ async def test_two_sentences_on_one_session(tts_server, binary):
             assert complete["duration_s"] > 1.0
             assert complete["segments"] == 1, "one sentence is one segment, however many decoder windows"
         await ws.send(json.dumps({"type": "close"}))
-        with pytest.raises(websockets.ConnectionClosedOK):
-            await asyncio.wait_for(ws.recv(), 60)
-        assert ws.close_code == 1000
+        with pytest.raises(tts_client.SessionEnded) as ended:
+            await asyncio.wait_for(ws.receive(), 60)
+        assert ended.value.normal and ws.ws.close_code == 1000
 
 
 async def test_frames_are_between_20_and_100_ms(tts_server):
@@ -70,10 +70,10 @@ async def test_frames_are_between_20_and_100_ms(tts_server):
         await ws.send(json.dumps({"text": "One short sentence."}))
         sizes = []
         while True:
-            frame = await asyncio.wait_for(ws.recv(), 60)
+            frame = await asyncio.wait_for(ws.receive(), 60)
             if isinstance(frame, bytes):
                 sizes.append(len(frame))
-            elif json.loads(frame)["type"] == "synthesis_complete":
+            elif frame["type"] == "synthesis_complete":
                 break
     assert len(sizes) > 3
     assert all(s <= 4800 for s in sizes) and all(s >= 960 for s in sizes[:-1])
@@ -107,12 +107,12 @@ async def test_every_bad_input_is_answered_and_the_session_survives(tts_server):
     async with connect(tts_server) as ws:
         for frame in bad:
             await ws.send(frame)
-            error = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            error = await asyncio.wait_for(ws.receive(), 10)
             assert error["type"] == "error" and error["message"]
         codes = []
         for frame in bad:
             await ws.send(frame if isinstance(frame, bytes) else frame.encode())
-            codes.append(json.loads(await asyncio.wait_for(ws.recv(), 10))["code"])
+            codes.append((await asyncio.wait_for(ws.receive(), 10))["code"])
         assert codes == expected
         await ws.send(json.dumps({"text": "Still here.", "request_id": "ok"}))
         controls, audio = await collect(ws)

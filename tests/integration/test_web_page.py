@@ -21,10 +21,10 @@ import time
 import httpx
 import pytest
 
-from agent.listener import Arrival, listen
 from emulator.config import EmulatorConfig
 from emulator.llm.smollm.weights import prepare_model
 from local_stack.stack import local_stack
+from tools.listener import Arrival, listen
 
 pytestmark = [
     pytest.mark.integration,
@@ -215,7 +215,7 @@ def test_the_page_speaks_the_answer_and_draws_its_timeline(web):
 
 
 def test_the_page_hears_stalls_by_the_agent_s_listener_model(web):
-    """The page's `listen` (JavaScript) and agent.listener.listen give the same stalls for the same
+    """The page's `listen` (JavaScript) and tools.listener.listen give the same stalls for the same
     arrivals: late audio, audio in time, jitter under the floor."""
     page, errors = web
     arrivals = [(200, 300), (700, 1000), (1600, 500), (2800, 100), (2901, 100), (3000, 100)]

@@ -14,43 +14,28 @@ import time
 import numpy as np
 import pytest
 
-from tts.config import SAMPLE_RATE
-from tts.encoders import float_to_pcm16
+from facts import SAMPLE_RATE
+from tts.config import SAMPLES_PER_FRAME
 from tts.engines.base import CancelFlag
-from tts.protocol import Synthesize
-from tts.scheduler import AHEAD_LIMIT_BYTES, AHEAD_LIMIT_S, Job, Scheduler
+from tts.engines.decode import WindowDecoder
+from tts.scheduling.plan import WindowPlan
+from tts.scheduling.scheduler import AHEAD_LIMIT_BYTES, AHEAD_LIMIT_S, Job, Scheduler
+from tts.wire.audio import float_to_pcm16
+from tts.wire.protocol import Synthesize
 
 pytestmark = [pytest.mark.reliability, pytest.mark.timeout(60)]
 
 STEP_S = 1.0
 STEPS_PER_JOB = 10
 STEP_BYTES = int(STEP_S * SAMPLE_RATE) * 2
-
-
-class _Steps:
-    """One segment's decoder steps: STEPS_PER_JOB of STEP_S each, every sample the step's number."""
-
-    def __init__(self, engine: FakeEngine, text: str) -> None:
-        self._engine = engine
-        self._text = text
-        self._left = STEPS_PER_JOB
-
-    @property
-    def done(self) -> bool:
-        return self._left == 0
-
-    def next(self, budget_s: float | None = None, cover_s: float = 0.0) -> np.ndarray:
-        time.sleep(0.002)  # a forward pass takes time
-        self._left -= 1
-        number = len(self._engine.computed)
-        self._engine.computed.append((self._text, number))
-        return np.full(int(STEP_S * SAMPLE_RATE), number / 10_000, dtype=np.float32)
+STEP_FRAMES = int(STEP_S * SAMPLE_RATE) // SAMPLES_PER_FRAME
+# Every step STEP_FRAMES, no context: a segment of STEPS_PER_JOB steps is exactly that many.
+PLAN = WindowPlan(first_frames=STEP_FRAMES, max_frames=STEP_FRAMES, context_frames=0, growth=1)
 
 
 class FakeEngine:
-    """One segment per text; records every step it computes, as (text, step number)."""
-
-    decode_speed = None  # not measured: the scheduler claims no capacity and sizes no step
+    """One segment per text; records every step it computes, as (text, step number). Given no decoder
+    speed, the scheduler claims no capacity and sizes no step."""
 
     def __init__(self) -> None:
         self.computed: list[tuple[str, int]] = []
@@ -66,8 +51,16 @@ class FakeEngine:
     def features(self, tokens: list[int], voice: str, speed: float, run_options: CancelFlag) -> str:
         return self._texts[tokens[0]]
 
-    def windowed(self, features: str, run_options: CancelFlag) -> _Steps:
-        return _Steps(self, features)
+    def window_decoder(self, features: str, context_frames: int, run_options: CancelFlag) -> WindowDecoder:
+        def decode(ranges: list[tuple[int, int]]) -> list[np.ndarray]:
+            time.sleep(0.002)  # a forward pass takes time
+            number = len(self.computed)
+            self.computed.append((features, number))
+            return [
+                np.full((b - a) * SAMPLES_PER_FRAME, number / 10_000, dtype=np.float32) for a, b in ranges
+            ]
+
+        return WindowDecoder(decode, STEPS_PER_JOB * STEP_FRAMES, context_frames)
 
     def computed_s(self, text_prefix: str) -> float:
         return STEP_S * sum(1 for text, _ in self.computed if text.startswith(text_prefix))
@@ -104,7 +97,7 @@ async def settle(engine: FakeEngine) -> None:
 
 async def test_a_reader_that_stops_taking_audio_stops_synthesis_within_the_bound() -> None:
     engine = FakeEngine()
-    scheduler = Scheduler(engine)  # type: ignore[arg-type]
+    scheduler = Scheduler(engine, PLAN)  # type: ignore[arg-type]
     scheduler.start()
     try:
         texts = [f"stalled {n}" for n in range(6)]  # 60 s of audio, none of it read
@@ -129,7 +122,7 @@ async def test_a_reader_that_stops_taking_audio_stops_synthesis_within_the_bound
 
 async def test_cancelling_a_held_session_frees_its_count_and_its_turns() -> None:
     engine = FakeEngine()
-    scheduler = Scheduler(engine)  # type: ignore[arg-type]
+    scheduler = Scheduler(engine, PLAN)  # type: ignore[arg-type]
     scheduler.start()
     try:
         jobs = [scheduler.submit("s", request(f"s {n}", f"s{n}")) for n in range(4)]

@@ -2,21 +2,15 @@
 
 The container paces its frames here (`TTS_SEND_AHEAD_MS`), so a whole segment's audio is computed
 long before it is all sent: cancelling right after the first frame of a request catches it in the
-middle of sending. Every read is bounded (tests/support/tts_session.py).
+middle of sending. Every read is bounded (tools/tts_client.py).
 """
 
 import json
 
 import pytest
 
-from tests.support.tts_session import (
-    Transcript,
-    close_and_drain,
-    connect,
-    is_control,
-    read_until,
-    tts_container,
-)
+from tests.support.tts_container import tts_container
+from tools.tts_client import Transcript, close_and_drain, connect, is_control, read_until
 
 pytestmark = [pytest.mark.reliability, pytest.mark.integration]
 

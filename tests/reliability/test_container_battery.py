@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from tests.support.tts_session import Transcript, close_and_drain, connect, is_control, read_until
+from tools.tts_client import Transcript, close_and_drain, connect, is_control, read_until
 
 pytestmark = [pytest.mark.reliability, pytest.mark.integration]
 

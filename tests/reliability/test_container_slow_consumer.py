@@ -1,7 +1,7 @@
 """A consumer that stops reading for 20 s: the container's memory stays bounded, other sessions are
 served meanwhile, and the stalled session gets all its audio once it reads again. And, with the
 container in this process so that its scheduler's counters can be read: synthesis runs no further than
-the bound (tts.scheduler.AHEAD_LIMIT_S) ahead of a client that reads nothing."""
+the bound (tts.scheduling.scheduler.AHEAD_LIMIT_S) ahead of a client that reads nothing."""
 
 import asyncio
 import json
@@ -11,10 +11,12 @@ import psutil
 import pytest
 import uvicorn
 
-from tests.support import tts_session as tts
-from tts.config import SAMPLE_RATE, TTSConfig
-from tts.scheduler import AHEAD_LIMIT_BYTES
-from tts.server import create_app
+from facts import SAMPLE_RATE
+from tests.support.tts_container import tts_container
+from tools import tts_client as tts
+from tts.config import TTSConfig
+from tts.scheduling.scheduler import AHEAD_LIMIT_BYTES
+from tts.serving.app import create_app
 
 pytestmark = [pytest.mark.reliability, pytest.mark.integration, pytest.mark.slow]
 
@@ -26,7 +28,7 @@ TEXT = "The stalled listener asked for a long answer. It has several sentences. 
 
 @pytest.fixture(scope="module")
 def server_process():
-    with tts.tts_container() as (server, process):
+    with tts_container() as (server, process):
         yield server, psutil.Process(process.pid)
 
 

@@ -1,8 +1,8 @@
 """Hypothesis fuzzing of the container's parsers with adversarial JSON: huge integers, deep nesting,
 lone surrogates, NULs, NaN, invalid UTF-8, truncation.
 
-The message parser (tts/protocol.py) returns a typed message or raises ProtocolError whose reply can
-always be encoded; the SSE parser (tts/sse.py) returns events or raises SSEError. Nothing else. Each
+The message parser (tts/wire/protocol.py) returns a typed message or raises ProtocolError whose reply can
+always be encoded; the SSE parser (tts/wire/sse.py) returns events or raises SSEError. Nothing else. Each
 test prints how many inputs ended in which outcome.
 """
 
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tts import protocol
-from tts.protocol import Cancel, Catalog, Close, ProtocolError, Synthesize
-from tts.sse import SSEError, SSEParser
+from tts.wire import protocol
+from tts.wire.protocol import Cancel, Catalog, Close, ProtocolError, Synthesize
+from tts.wire.sse import SSEError, SSEParser
 
 pytestmark = pytest.mark.reliability
 

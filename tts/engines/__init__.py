@@ -1,10 +1,11 @@
 """The engines that run Kokoro-82M, and the choice between them (`TTS_ENGINE=onnx|torch|auto`).
 
 - `base.py`: the interface the container sees (`SpeechEngine`), the one feature type (`Features`), and
-  what does not depend on the engine: G2P (`g2p.py`), the 510-token split, the style-row rule, the
-  device rule; `windows.py` decodes a segment window by window for both engines, `fidelity.py`
+  what does not depend on the engine: G2P and the 510-token split (`tts/text/g2p.py`), the style-row
+  rule, the device rule; `decode.py` is the decode maths both engines share (the harmonic source's
+  phase, a window's context and crossfade: the frame ranges it is given, stitched), `fidelity.py`
   measures how close that comes to whole-segment audio; `weights.py` holds the shipped weights both
-  engines start from.
+  engines start from. Which frames a step gets is the scheduler's (`tts/scheduling/`).
 - `onnx/`: the int8 ONNX export on onnxruntime (`OnnxEngine`), the local default.
 - `torch/`: hexgrad's `kokoro.KModel` on torch (`TorchEngine`), on CUDA when present; its weights in
   hexgrad's layout, given or exported once from the int8 export (`torch/export.py`).

@@ -1,12 +1,13 @@
 """What every engine shares: the interface the container sees, the one feature type, and the synthesis
 rules that do not depend on the engine.
 
-An engine turns text into phoneme-token segments (espeak-ng G2P in `g2p.py`, at most 510 tokens each, cut
-at clause boundaries) and one segment into float32 audio at 24 kHz: `features` (the text side) then
-`decode` (the decoder over any run of the segment's frames), which `windowed` drives one step of windows
-per call (`windows.py`). Asked for word timings, `timed_segments` also says which written word each
-phoneme token is heard as, and `Features.durations` how long each lasts (`timings.py`). The scheduler
-sees only this interface, so both engines get the same scheduling, cancel, window and segment rules.
+An engine turns text into phoneme-token segments (espeak-ng G2P in `tts/text/g2p.py`, at most 510
+tokens each, cut at clause boundaries) and one segment into float32 audio at 24 kHz: `features` (the text
+side) then `decode` (the decoder over any run of the segment's frames; `window_decoder` stitches the
+runs it is given into one stream, `decode.py`). Asked for word timings, `timed_segments` also says which
+written word each phoneme token is heard as, and `Features.durations` how long each lasts
+(`tts/text/timings.py`). The scheduler sees only this interface, so both engines get the same
+scheduling, cancel, window and segment rules.
 
 Style row: the voice pack row is picked by token count the way the model's authors do (hexgrad's
 KPipeline: `pack[len(phonemes) - 1]`; kokoro-onnx 0.6.1, the peer in the benchmarks, does the same).
@@ -26,13 +27,11 @@ from typing import Literal, Protocol
 import numpy as np
 
 from tts.config import MAX_PHONEME_TOKENS
-from tts.engines.g2p import Phonemizer, split_tokens
-from tts.engines.timings import WordTokens, word_tokens
-from tts.engines.windows import SAMPLES_PER_FRAME, DecodeSpeed, WindowedDecode, WindowPlan
+from tts.engines.decode import WindowDecoder
+from tts.text.g2p import Phonemizer, split_tokens
+from tts.text.timings import WordTokens, word_tokens
 
 WARMUP_TEXT = "Warming up the voice."
-# Long enough (about 160 frames) for `DecodeSpeed.measure` to time a 64-frame window and two lanes of 48.
-SPEED_TEXT = "The decoder is timed on this sentence once, so that every step is sized for this machine."
 
 
 class SynthesisCancelled(Exception):
@@ -90,8 +89,7 @@ class SpeechEngine[Array](ABC):
     name: str
     voices: dict[str, np.ndarray]
     load_seconds: float
-    window_plan: WindowPlan
-    decode_speed: DecodeSpeed | None = None  # measured by `warm_up`
+    lanes: int = 1  # windows `decode_windows` runs side by side
 
     def __init__(self, vocab: dict[str, int]) -> None:
         self._vocab = vocab
@@ -130,16 +128,13 @@ class SpeechEngine[Array](ABC):
         """`decode` of each frame range; an engine with several decoder lanes runs them side by side."""
         return [self.decode(features, start, stop, run_flag) for start, stop in ranges]
 
-    def windowed(
-        self, features: Features[Array], run_flag: RunFlag | None = None, plan: WindowPlan | None = None
-    ) -> WindowedDecode:
-        """The segment's audio, step by step (`plan` defaults to the configured one)."""
-        return WindowedDecode(
-            lambda ranges: self.decode_windows(features, ranges, run_flag),
-            features.frames,
-            SAMPLES_PER_FRAME,
-            plan or self.window_plan,
-            self.decode_speed,
+    def window_decoder(
+        self, features: Features[Array], context_frames: int, run_flag: RunFlag | None = None
+    ) -> WindowDecoder:
+        """The segment's audio from the runs of frames it is then given, each decoded with
+        `context_frames` on either side and stitched (`decode.py`)."""
+        return WindowDecoder(
+            lambda ranges: self.decode_windows(features, ranges, run_flag), features.frames, context_frames
         )
 
     def synthesize(
@@ -170,12 +165,7 @@ class SpeechEngine[Array](ABC):
         return np.concatenate(parts) if parts else np.zeros(0, np.float32)
 
     def warm_up(self, voice: str) -> float:
-        """Run one short synthesis so the first real request does not pay for lazy initialisation, then
-        time the decoder for the window plan (`DecodeSpeed.measure`)."""
+        """Run one short synthesis so the first real request does not pay for lazy initialisation."""
         started = time.perf_counter()
         self.speak(WARMUP_TEXT, voice)
-        features = self.features(self.segments(SPEED_TEXT, "en-us")[0], voice, 1.0)
-        self.decode_speed = DecodeSpeed.measure(
-            lambda ranges: self.decode_windows(features, ranges), features.frames, self.window_plan.lanes
-        )
         return time.perf_counter() - started

@@ -34,8 +34,8 @@ from emulator.images.build import ensure_images
 from emulator.manifest import load_manifest
 from emulator.server import Emulator, emulator_in_thread
 from tests.emulator.support import bidi_client, fast_config, next_part, open_stream, part, replicas
-from tests.support.asr import transcribe, word_error_rate
 from tests.support.docker import docker_client, require_docker
+from tools.asr import transcribe, word_error_rate
 
 pytestmark = [
     pytest.mark.docker,

@@ -15,8 +15,8 @@ So each 1-D `ConvInteger` (group 1, one weight zero point: all 68 of the decoder
 
 The weights and their zero point move from uint8 to int8 by subtracting 128 from both, so
 `w - zero_point` is unchanged, and integer sums are exact: the audio is the export's, bit for bit
-(tests/tts/test_conv_matmul.py), provided the GEMM does not saturate. AVX2 without VNNI multiplies
-u8 x s8 pairs into saturating int16 (`vpmaddubsw`), so `u8s8_gemm_is_exact` runs the worst case
+(tests/tts/engines/onnx/test_conv_matmul.py), provided the GEMM does not saturate. AVX2 without VNNI
+multiplies u8 x s8 pairs into saturating int16 (`vpmaddubsw`), so `u8s8_gemm_is_exact` runs the worst case
 (255 x 127 in every pair) through onnxruntime before the engine picks this graph.
 """
 

@@ -5,7 +5,7 @@ torch engine (`tts/engines/base.py`).
 Graph: `tokens` int64 [1, n+2] (wrapped in pad 0), `style` float32 [1, 256], `speed` float32 [1];
 output `audio` float32 at 24 kHz. It runs as two sessions (see `graph_split.py`): the text side
 (`features`: aligned features, F0 and energy per frame) and the decoder (`decode`: any window of those
-frames, 600 samples each), so a segment's audio can be streamed window by window (`windowed`). On a
+frames, 600 samples each), so a segment's audio can be streamed window by window (`window_decoder`). On a
 CPU the decoder is loaded once more per lane, on one thread each, so that the windows of a step run
 side by side (`decode_windows`, `TTS_WINDOW_LANES`). Where onnxruntime's u8s8 GEMM is exact (VNNI), the
 decoder's int8 convolutions run as int8 matrix products with signed weights (`conv_matmul.py`,
@@ -25,10 +25,10 @@ import onnxruntime as ort
 
 from tts.config import TTSConfig
 from tts.engines.base import Features, RunFlag, SpeechEngine, SynthesisCancelled, choose_device, style_row
+from tts.engines.decode import HARMONICS, phase_before, source_phase
 from tts.engines.onnx.assets import load_assets
 from tts.engines.onnx.conv_matmul import u8s8_gemm_is_exact
 from tts.engines.onnx.graph_split import ASR, F0, PHASE, STYLE, N, split_model
-from tts.engines.windows import HARMONICS, WindowPlan, phase_before, source_phase
 
 log = logging.getLogger("tts.engines.onnx")
 
@@ -101,7 +101,7 @@ class OnnxEngine(SpeechEngine[np.ndarray]):
         # With one lane every window runs on the decoder above, on all threads.
         self._lanes = [_session(decoder_path, 1, providers) for _ in range(lanes)] if lanes > 1 else []
         self._lane_pool = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="kokoro-lane")
-        self.window_plan = WindowPlan.from_config(config, lanes)
+        self.lanes = lanes
         self.model_path = assets.model_path
         self.voices = assets.voices
         self.load_seconds = time.perf_counter() - started

@@ -1,5 +1,5 @@
 """Split the Kokoro ONNX export into its text side and its decoder, so the decoder can run over windows
-of frames (see `tts/engines/windows.py`).
+of frames (see `tts/engines/decode.py`).
 
 The export is one graph `tokens, style, speed -> audio`. Inside it, hexgrad's `KModel.forward_with_tokens`
 hands the decoder four tensors, whose names keep the torch module paths:
@@ -35,8 +35,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from tts.engines.decode import HARMONICS
 from tts.engines.onnx import conv_matmul
-from tts.engines.windows import HARMONICS
 
 ASR = "/encoder/MatMul_1_output_0"
 F0 = "/encoder/Reshape_output_0"
@@ -46,7 +46,7 @@ STYLE = "style"
 PHASE = "phase"
 _CUMSUM = "/decoder/decoder/generator/m_source/l_sin_gen/CumSum_output_0"
 # The code that writes the graphs: its bytes are part of the cache key. (`HARMONICS`, the phase input's
-# width, comes from windows.py but is the model's: the fundamental and 8 overtones.)
+# width, comes from decode.py but is the model's: the fundamental and 8 overtones.)
 REWRITE_SOURCES = (Path(__file__), Path(conv_matmul.__file__))
 
 

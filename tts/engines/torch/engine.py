@@ -9,7 +9,7 @@ over.
 Two stages per segment, as in `KModel.forward_with_tokens`: the text side (ALBERT, the prosody
 predictor's durations, the alignment, F0 and energy curves, the text encoder) gives features aligned to
 output frames (`Features`, the type both engines share); the decoder turns them into audio, window by
-window as the ONNX engine does (`tts/engines/windows.py`). For that, the harmonic source's sine
+window as the ONNX engine does (`tts/engines/decode.py`). For that, the harmonic source's sine
 generator (kokoro's `SineGen._f02sine`) is replaced by the same computation started from a given phase:
 the phase accumulated over the frames before the window. (kokoro adds a random initial phase to the
 overtones before downsampling the per-sample phase steps to the F0 rate, where it never survives, so
@@ -43,8 +43,8 @@ from tts.engines.base import (
     choose_device,
     style_row,
 )
+from tts.engines.decode import phase_before, source_phase
 from tts.engines.torch.kmodel import CONFIG_FILE, load_kmodel, load_voices
-from tts.engines.windows import WindowPlan, phase_before, source_phase
 
 log = logging.getLogger("tts.engines.torch")
 
@@ -54,7 +54,7 @@ class TorchEngine(SpeechEngine[torch.Tensor]):
 
     def __init__(self, config: TTSConfig, directory: Path) -> None:
         """Load hexgrad's layout from `directory`; `config` gives the threads, the device
-        (`TTS_PROVIDER`) and the window plan."""
+        (`TTS_PROVIDER`)."""
         started = time.perf_counter()
         if config.threads:
             torch.set_num_threads(config.threads)
@@ -66,7 +66,6 @@ class TorchEngine(SpeechEngine[torch.Tensor]):
         self.voices = load_voices(directory)
         super().__init__(self.model.vocab)
         self.model_dir = directory
-        self.window_plan = WindowPlan.from_config(config)
         self._running = threading.local()
         sine_gen = self.model.decoder.generator.m_source.l_sin_gen
         sine_gen._f02sine = _phase_carrying_f02sine(sine_gen, self._running)

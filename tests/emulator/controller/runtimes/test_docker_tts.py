@@ -17,8 +17,8 @@ from emulator.controller.runtimes.docker import OWNER_HOME
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest
 from emulator.server import Emulator, emulator_in_thread
 from tests.emulator.support import bidi_client, fast_config, next_part, open_stream, part, replicas
-from tests.support.asr import transcribe, word_error_rate
 from tests.support.docker import TTS_IMAGE, built, docker_client
+from tools.asr import transcribe, word_error_rate
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.asr, pytest.mark.timeout(900)]
 

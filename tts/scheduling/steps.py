@@ -1,0 +1,62 @@
+"""One segment's audio, one planned step per `next()` call: the plan (`plan.py`) says which frames the
+step gets, the engine's `WindowDecoder` decodes and stitches them, and, with a `DecodeSpeed`, every step
+is timed into it and `next(budget_s)` sizes the step to the budget."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from tts.engines.base import Features, RunFlag, SpeechEngine
+from tts.engines.decode import WindowDecoder
+from tts.scheduling.plan import WindowPlan
+from tts.scheduling.speed import DecodeSpeed
+
+
+class WindowedDecode:
+    def __init__(self, decoder: WindowDecoder, plan: WindowPlan, speed: DecodeSpeed | None = None) -> None:
+        self._decoder = decoder
+        self._plan = plan
+        self._speed = speed
+        self._steps_taken = 0
+
+    @property
+    def done(self) -> bool:
+        return self._steps_taken > 0 and self._decoder.position >= self._decoder.frames
+
+    @property
+    def started(self) -> bool:
+        return self._decoder.position > 0
+
+    @property
+    def windows(self) -> list[tuple[int, int]]:
+        """Every window decoded so far, in order."""
+        return self._decoder.windows
+
+    def next(self, budget_s: float | None = None, cover_s: float = 0.0) -> np.ndarray:
+        """Decode the next step (`WindowPlan.step`: the fixed plan, its first window stretched to last
+        `cover_s`, or sized to `budget_s`, the seconds until the listener runs out of audio); return
+        the audio it completes."""
+        decoder = self._decoder
+        step = self._plan.step(
+            decoder.position, self._steps_taken, decoder.frames, budget_s, self._speed, cover_s
+        )
+        started = time.perf_counter()
+        audio = decoder.decode(step)
+        if self._speed is not None:
+            decoded = [stop - start for start, stop in decoder.padded(step)]
+            self._speed.observe(decoded, time.perf_counter() - started)
+        self._steps_taken += 1
+        return audio
+
+
+def windowed(
+    engine: SpeechEngine,
+    features: Features,
+    plan: WindowPlan,
+    speed: DecodeSpeed | None = None,
+    run_flag: RunFlag | None = None,
+) -> WindowedDecode:
+    """`features`' segment, step by step as `plan` says (sized by `speed` when given a budget)."""
+    return WindowedDecode(engine.window_decoder(features, plan.context_frames, run_flag), plan, speed)

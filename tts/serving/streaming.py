@@ -1,0 +1,68 @@
+"""From a scheduled job to wire frames: slice each segment's PCM into frames of `frame_ms`, encode,
+and yield the bytes as soon as they exist, each segment's words (when the request asked for timestamps)
+before its audio. Shared by the WebSocket session and `POST /invocations`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from facts import SAMPLE_RATE
+from tts.scheduling.scheduler import Job
+from tts.text.timings import TimedWords
+from tts.wire.audio import pcm_samples
+from tts.wire.encoders import make_encoder
+
+
+class SynthesisFailed(RuntimeError):
+    """The engine raised while computing a segment of this job."""
+
+    code = "synthesis_failed"
+
+
+class NothingToSpeak(SynthesisFailed):
+    """G2P found nothing to say in the text (e.g. only a dash): an error, never a 0-byte success."""
+
+    code = "nothing_to_speak"
+
+
+@dataclass
+class AudioStats:
+    samples: int = 0
+    audio_bytes: int = 0
+    frames: int = 0
+
+    @property
+    def duration_s(self) -> float:
+        return round(self.samples / SAMPLE_RATE, 3)
+
+
+async def audio_frames(job: Job, frame_bytes: int, stats: AudioStats) -> AsyncIterator[bytes | TimedWords]:
+    """Encoded audio of `job`, frame by frame, and each segment's `TimedWords` before the segment's
+    first audio. Stops early (without flushing) when the job is cancelled."""
+    encoder = make_encoder(job.request.format)
+    while True:
+        item = await job.audio.get()
+        if job.cancelled and not isinstance(item, BaseException):
+            return
+        if item is None:
+            break
+        if isinstance(item, BaseException):
+            raise SynthesisFailed(f"synthesis failed: {str(item) or type(item).__name__}") from item
+        if isinstance(item, TimedWords):
+            yield item
+            continue
+        stats.samples += pcm_samples(len(item))
+        for start in range(0, len(item), frame_bytes):
+            data = encoder.encode(item[start : start + frame_bytes])
+            if data:
+                stats.audio_bytes += len(data)
+                stats.frames += 1
+                yield data
+    if stats.samples == 0:
+        raise NothingToSpeak(f"nothing to speak in the text: {job.request.text[:40]!r}")
+    tail = encoder.flush()
+    if tail:
+        stats.audio_bytes += len(tail)
+        stats.frames += 1
+        yield tail

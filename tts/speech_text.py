@@ -16,9 +16,12 @@ Language models write markdown, emoji and symbols. Sent to espeak-ng as they are
   `→` "to", `~5` "about 5"); every other emoji or pictographic symbol is dropped, as is stray markup.
 
 The rules are the table `RULES`, applied in order; each is a regular expression and what it is said as
-(a template or a function of the match). Extend the table, not the code. The function is idempotent
-(what it returns reads the same when passed through again), so a text that already went through it
-on the agent can go through it again in the container.
+(a template or a function of the match). Extend the table, not the code. One rule's output can be
+another's input ("-*d" loses its `*` and is a list item), so the table is applied again until the text
+stops changing (`MAX_PASSES`): the function is idempotent (what it returns reads the same when passed
+through again), so a text that already went through it on the agent can go through it again in the
+container. Every rule is linear in its input, whatever it is (no pattern retries a run of characters
+from each of its positions: tests/reliability/test_text_fuzz.py); 20,000 characters cost milliseconds.
 
 `MarkdownBlocks` carries the one piece of state a stream of chunks needs: whether a code block is
 open (a chunk inside one is not spoken).
@@ -133,8 +136,8 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule("table rule", r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+(?:[ \t]*:?-{3,}:?[ \t]*)?$", ""),
     _rule("table row", r"^[ \t]*\|(.+)\|[ \t]*$", _table_row),
-    # greedy to the line's last word character, not lazy: a lazy `(.+?)[ \t#]*$` retries the closing
-    # `#`s at every character (9,000 `#` after "# " took 2.6 s)
+    # greedy to the line's last character that is not a closing `#`: a lazy `(.+?)[ \t#]*$` retried the
+    # closing marks at every character (a long heading took 2.6 s)
     _rule("heading", r"^[ \t]{0,3}#{1,6}[ \t]+(.*[^\s#])[ \t#]*$", lambda m: _as_sentence(m.group(1))),
     _rule("rule or underline", r"^[ \t]*(?:[-*_=][ \t]*){3,}$", ""),
     _rule("quote", r"^[ \t]*(?:>[ \t]?)+", ""),

@@ -141,3 +141,9 @@ def test_each_written_token_is_one_entry_even_across_segments(engine, written: s
     for tokens, words in timed:
         entries += [word.text for word in words.times(np.ones(len(tokens) + 2, dtype=np.int64), 0).words]
     assert entries == written.split()
+
+
+def test_an_empty_text_has_no_phonemes(phonemizer):
+    """phonemizer returns no line at all for it (the G2P raised IndexError)."""
+    assert phonemizer.phonemize("", "en-us") == ""
+    assert word_tokens("", "en-us", "", lambda word: phonemizer.phonemize(word, "en-us")) == []

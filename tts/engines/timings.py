@@ -288,10 +288,12 @@ def word_tokens(
     `split_tokens` splits it, each with the written token every phoneme is heard as. `phonemize` is the
     engine's G2P of one word (filtered to its vocabulary, as `phonemes` is)."""
     heard = [(word, token) for word, token in spoken_words(written, lang, cancelled) if token != NO_WORD]
-    word_phonemes = []
+    known: dict[str, str] = {}  # each word phonemized once: a long URL says "slash" 2,000 times
     for word, _ in heard:
-        _check(cancelled)
-        word_phonemes.append(phonemize(word))
+        if word not in known:
+            _check(cancelled)
+            known[word] = phonemize(word)
+    word_phonemes = [known[word] for word, _ in heard]
     labels = label_phonemes(phonemes, word_phonemes, cancelled)
     tokens = [NO_WORD if label == NO_WORD else heard[label][1] for label in labels]
     names = tuple(written.split())

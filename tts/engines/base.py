@@ -29,7 +29,7 @@ import numpy as np
 from tts.config import MAX_PHONEME_TOKENS
 from tts.engines.decode import WindowDecoder
 from tts.text.g2p import Phonemizer, split_tokens
-from tts.text.timings import WordTokens, word_tokens
+from tts.text.timings import MappingCancelled, WordTokens, word_tokens
 
 WARMUP_TEXT = "Warming up the voice."
 
@@ -153,10 +153,23 @@ class SpeechEngine[Array](ABC):
         pieces = split_tokens(self._phonemes(text, lang), MAX_PHONEME_TOKENS)
         return [[self._vocab[ch] for ch in piece] for piece in pieces]
 
-    def timed_segments(self, written: str, spoken: str, lang: str) -> list[tuple[list[int], WordTokens]]:
+    def timed_segments(
+        self, written: str, spoken: str, lang: str, run_flag: RunFlag | None = None
+    ) -> list[tuple[list[int], WordTokens]]:
         """`segments(spoken)`, each with the written token every phoneme token is heard as, where
-        `spoken` is `speech_text(written)` (`timings.py`)."""
-        pieces = word_tokens(written, lang, self._phonemes(spoken, lang), lambda w: self._phonemes(w, lang))
+        `spoken` is `speech_text(written)` (`timings.py`). Setting `run_flag.terminate` stops the mapping
+        within a few hundred characters of work: `SynthesisCancelled`."""
+        flag = run_flag or CancelFlag()
+        try:
+            pieces = word_tokens(
+                written,
+                lang,
+                self._phonemes(spoken, lang),
+                lambda w: self._phonemes(w, lang),
+                lambda: flag.terminate,
+            )
+        except MappingCancelled as cancelled:
+            raise SynthesisCancelled(str(cancelled)) from cancelled
         return [([self._vocab[ch] for ch in piece], words) for piece, words in pieces]
 
     def speak(self, text: str, voice: str, speed: float = 1.0, lang: str = "en-us") -> np.ndarray:

@@ -329,7 +329,9 @@ class Scheduler:
             if request.written is None:
                 job.segments = self._engine.segments(request.text, request.lang)
             else:
-                timed = self._engine.timed_segments(request.written, request.text, request.lang)
+                timed = self._engine.timed_segments(
+                    request.written, request.text, request.lang, job.run_options
+                )
                 job.segments = [tokens for tokens, _ in timed]
                 job.word_tokens = [words for _, words in timed]
             job.segment_count = len(job.segments)

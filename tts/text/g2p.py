@@ -60,7 +60,8 @@ class Phonemizer:
     def phonemize(self, text: str, lang: str) -> str:
         with self._lock:
             backend = self._backend(lang)
-            return backend.phonemize([text], strip=True, njobs=1)[0]
+            # phonemizer returns no line at all for an empty text (an IndexError here before)
+            return next(iter(backend.phonemize([text], strip=True, njobs=1)), "")
 
 
 def split_tokens(phonemes: str, max_tokens: int = MAX_PHONEME_TOKENS) -> list[str]:

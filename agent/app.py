@@ -29,7 +29,7 @@ from starlette.routing import Route
 
 from agent.config import AgentConfig
 from agent.events import Event, EventClock, TurnError, agent_end, error, interrupted
-from agent.model import Conversations, SessionBusy, answering, text_deltas
+from agent.model import Conversations, SessionBusy, text_deltas
 from agent.modes import MODES, Turn
 from agent.sagemaker_client import bidirectional_client
 from agent.tts_session import TTSSession
@@ -178,7 +178,7 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
                 if turn is None:
                     yield agent_end(clock, ok=True)
                     return
-            if answering(conversation.agent):
+            if conversation.busy():
                 raise SessionBusy()
         except TurnError as exc:
             yield error(clock, exc.code, str(exc))

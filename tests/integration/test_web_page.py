@@ -25,6 +25,7 @@ from agent.listener import Arrival, listen
 from emulator.bedrock.smollm import prepare_model
 from emulator.config import EmulatorConfig
 from local_stack.stack import local_stack
+from tests.integration.conftest import LONG_PROMPT
 
 pytestmark = [
     pytest.mark.integration,
@@ -230,13 +231,15 @@ def test_the_page_hears_stalls_by_the_agent_s_listener_model(web):
 
 
 def test_stop_is_live_during_leftover_playback_and_replay_plays_the_answer_again(web):
+    """The long answer (40 s of speech) leaves seconds to play once it has all arrived, with synthesis
+    anywhere below real time: the test makes its time instead of assuming a fast machine."""
     page, errors = web
-    page.fill("#prompt", "Where is my order?")
+    page.fill("#prompt", LONG_PROMPT)
     page.click("#go")
-    wait_until_the_stream_is_complete(page)
+    wait_until_the_stream_is_complete(page, timeout_ms=240_000)
     left = clock(page)
     assert state(page) == "speaking" and page.is_enabled("#stop")
-    assert left["scheduled"] - left["played"] > 1_000, "the whole answer arrived before it was spoken"
+    assert left["scheduled"] - left["played"] > HEARING_MS + 500, "audio is left to play once all arrived"
     assert loudest(page, HEARING_MS) > AUDIBLE
 
     page.click("#stop")
@@ -260,8 +263,12 @@ def test_stop_is_live_during_leftover_playback_and_replay_plays_the_answer_again
         "the whole answer, not the part heard"
     )
     assert loudest(page, HEARING_MS) > AUDIBLE
-    page.wait_for_selector("body[data-state=done]", timeout=int(replaying["scheduled"]) + 30_000)
-    assert clock(page)["played"] == pytest.approx(before["scheduled"], abs=1)
+    # On past where Stop cut it: the part never heard plays too.
+    past = before["played"] + 500
+    page.wait_for_function(f"player.playedMs() > {past}", timeout=int(past) + 30_000)
+    assert state(page) == "speaking" and loudest(page, HEARING_MS) > AUDIBLE
+    page.click("#stop")
+    assert state(page) == "stopped"
     assert not errors, errors
 
 
@@ -364,17 +371,34 @@ def test_compare_runs_both_modes_and_draws_two_timelines(web):
     assert batch["lead"].endswith("after the answer was complete")
 
 
+# One render quantum of the page's AudioContext (128 samples at 24 kHz): the player's clock can move on
+# by this much between the page's caption update and the test's reading in the same animation frame.
+RENDER_QUANTUM_MS = 128 / 24
+
+
 def caption(page) -> dict:
-    """In one go on the page: the player's clock on the captioned answer's audio, the word marked, the
-    word whose time holds that clock, and the answer's words so far."""
+    """In one animation frame, right after the page's own caption update (registered before this one,
+    so it runs first): the player's clock on the captioned answer's audio, the words marked, and the
+    answer's words with their timings."""
     return page.evaluate(
-        """() => { const words = captioned.run.words, played = player.playedMs() - captioned.offsetMs;
-            const marked = document.querySelectorAll('#answer .word.now');
-            return { played, index: Number(document.body.dataset.word), words: words.length,
-                     marked: [...marked].map((s) => ({ index: Number(s.dataset.index),
-                                                        text: s.textContent })),
-                     at: wordAt(words, played), text: words.map((w) => w.text) }; }"""
+        """() => new Promise((resolve) => requestAnimationFrame(() => {
+            const played = player.playedMs() - captioned.offsetMs;
+            const marked = [...document.querySelectorAll('#answer .word.now')];
+            resolve({ played,
+                      marked: marked.map((s) => ({ index: Number(s.dataset.index), text: s.textContent })),
+                      words: captioned.run.words.map((w) => [w.text, w.start_ms, w.end_ms]) });
+        }))"""
     )
+
+
+def heard_at(words: list, played_ms: float) -> int:
+    """The word a listener hears `played_ms` into the answer's audio, from the `words` timings alone
+    (the page's `wordAt` is what is being checked): the last word to start at or before it, held through
+    the pause before the next; -1 before the first word and after the last one ends."""
+    started = [i for i, (_, start, _) in enumerate(words) if start <= played_ms]
+    if not started or (started[-1] == len(words) - 1 and played_ms >= words[-1][2]):
+        return -1
+    return started[-1]
 
 
 def heard_when(page, action: str) -> str:
@@ -408,22 +432,27 @@ def test_captions_follow_the_voice_and_an_interrupt_is_what_the_model_hears_next
     while len(samples) < 40:  # 4 s: the first two chunks of the answer, seven words
         samples.append(caption(page))
         time.sleep(0.1)
-    marked = [s for s in samples if s["index"] >= 0]
-    indices = [s["index"] for s in marked]
+    indices = []
+    for sample in samples:
+        words, played = sample["words"], sample["played"]
+        heard = heard_at(words, played)
+        # The page read its clock a render quantum earlier at most: across a word boundary in that
+        # quantum, the word before it is still right. Any other word is wrong (one word late included).
+        allowed = {heard, heard_at(words, played - RENDER_QUANTUM_MS)}
+        (index,) = {m["index"] for m in sample["marked"]} or {-1}
+        assert index in allowed, (f"marked word {index} at {played:.0f} ms; heard {heard}", words)
+        if index >= 0:
+            assert sample["marked"] == [{"index": index, "text": words[index][0]}], "one mark, on its word"
+            indices.append(index)
     assert indices == sorted(indices) and len(set(indices)) >= 4, "the mark moves on with the voice"
-    for sample in marked:
-        assert sample["marked"] == [{"index": sample["index"], "text": sample["text"][sample["index"]]}]
-        assert abs(sample["at"] - sample["index"]) <= 1, (
-            "the mark is the word being heard (one frame late at most)"
-        )
-    assert " ".join(samples[-1]["text"]).startswith("Thanks for waiting, I found your order.")
+    assert " ".join(w[0] for w in samples[-1]["words"]).startswith("Thanks for waiting, I found your order.")
 
     page.wait_for_function("player.playedMs() - captioned.offsetMs > 1500")
     heard = heard_when(page, "#stop")
     page.wait_for_function("document.body.dataset.heard !== undefined", timeout=30_000)
     assert page.get_attribute("body", "data-heard") == heard
     assert heard in page.inner_text("#heard") and state(page) == "stopped"
-    assert 3 <= len(heard.split()) < len(samples[-1]["text"]), "interrupted mid-answer"
+    assert 3 <= len(heard.split()) < len(samples[-1]["words"]), "interrupted mid-answer"
 
     page.fill("#prompt", second)
     page.click("#go")

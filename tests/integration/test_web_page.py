@@ -43,9 +43,15 @@ HEARING_MS = 1_000
 METER_WINDOW_MS = 100
 
 
+def csp_refusals(console_text: str) -> list[str]:
+    """What the page's Content-Security-Policy refused, which Chromium reports only on the console."""
+    return [console_text] if "Content Security Policy" in console_text else []
+
+
 @contextlib.contextmanager
 def browser_page(url: str):
-    """The page at `url` loaded in headless Chromium, and the page errors it raises."""
+    """The page at `url` loaded in headless Chromium, and the page errors it raises (with anything its
+    Content-Security-Policy refused)."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -65,6 +71,7 @@ def browser_page(url: str):
             page = browser.new_page(viewport={"width": 1000, "height": 900})
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.on("console", lambda message: errors.extend(csp_refusals(message.text)))
             page.goto(url)
             yield page, errors
         finally:

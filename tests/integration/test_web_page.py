@@ -380,7 +380,7 @@ def test_compare_runs_both_modes_and_draws_two_timelines(web):
 
 # The player's clock moves in steps of the audio output's buffer (a 128-sample render quantum is 5.3 ms
 # at 24 kHz; an output callback carries a few): between the page's caption update and the test's reading,
-# in the same animation frame, it can have moved one step. 20 ms is under a tenth of the shortest word.
+# in the same animation frame, it can have moved one step. 20 ms is a small part of any spoken word.
 CLOCK_STEP_MS = 20
 
 

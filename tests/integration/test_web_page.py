@@ -115,9 +115,23 @@ def clock(page) -> dict:
     )
 
 
+def wait_until(page, condition: str, timeout_ms: int = 30_000) -> None:
+    """Wait until the JavaScript expression `condition` holds on the page. Not `page.wait_for_function`,
+    which evaluates its predicate with `eval`: the page's Content-Security-Policy refuses that (no
+    'unsafe-eval'), as it should; a function given to `page.evaluate` is compiled by the browser's
+    debugging protocol, which the policy does not govern."""
+    met = page.evaluate(
+        f"""async () => {{ const end = performance.now() + {timeout_ms};
+            while (!({condition})) {{ if (performance.now() > end) return false;
+                                      await new Promise((r) => setTimeout(r, 20)); }}
+            return true; }}"""
+    )
+    assert met, f"not within {timeout_ms} ms: {condition}"
+
+
 def wait_until_the_stream_is_complete(page, timeout_ms: int = 120_000) -> None:
     """Every event of the answer has arrived (the page records its chunk count then)."""
-    page.wait_for_function("document.body.dataset.chunks !== undefined", timeout=timeout_ms)
+    wait_until(page, "document.body.dataset.chunks !== undefined", timeout_ms)
 
 
 def timeline_rows(page) -> list[dict]:
@@ -272,7 +286,7 @@ def test_stop_is_live_during_leftover_playback_and_replay_plays_the_answer_again
     assert loudest(page, HEARING_MS) > AUDIBLE
     # On past where Stop cut it: the part never heard plays too.
     past = before["played"] + 500
-    page.wait_for_function(f"player.playedMs() > {past}", timeout=int(past) + 30_000)
+    wait_until(page, f"player.playedMs() > {past}", int(past) + 30_000)
     assert state(page) == "speaking" and loudest(page, HEARING_MS) > AUDIBLE
     page.click("#stop")
     assert state(page) == "stopped"
@@ -455,9 +469,9 @@ def test_captions_follow_the_voice_and_an_interrupt_is_what_the_model_hears_next
     assert indices == sorted(indices) and len(set(indices)) >= 4, "the mark moves on with the voice"
     assert " ".join(w[0] for w in samples[-1]["words"]).startswith("Thanks for waiting, I found your order.")
 
-    page.wait_for_function("player.playedMs() - captioned.offsetMs > 1500")
+    wait_until(page, "player.playedMs() - captioned.offsetMs > 1500")
     heard = heard_when(page, "#stop")
-    page.wait_for_function("document.body.dataset.heard !== undefined", timeout=30_000)
+    wait_until(page, "document.body.dataset.heard !== undefined")
     assert page.get_attribute("body", "data-heard") == heard
     assert heard in page.inner_text("#heard") and state(page) == "stopped"
     assert 3 <= len(heard.split()) < len(samples[-1]["words"]), "interrupted mid-answer"
@@ -471,7 +485,7 @@ def test_captions_follow_the_voice_and_an_interrupt_is_what_the_model_hears_next
         {"role": "user", "content": [{"text": second}]},
     ]
 
-    page.wait_for_function("player.playedMs() - captioned.offsetMs > 800")
+    wait_until(page, "player.playedMs() - captioned.offsetMs > 800")
     page.fill("#prompt", third)
     heard_again = heard_when(page, "#go")  # asking over the answer interrupts it
     page.wait_for_selector("body[data-state=speaking]", timeout=120_000)

@@ -13,7 +13,8 @@ endpoint would keep computing audio nobody hears. Here the turn's generator is t
 a disconnect cancels it, and the turn cancels its speech (barge-in) and stops its model
 (agent.model.text_deltas). Payload errors, and a turn asked of a session that is still answering one,
 are answered in-band with a typed `error` event and `agent_end`; a body that cannot be parsed is the
-SDK's 400.
+SDK's 400. What browsers may and may not do here (the page's security headers, a cross-origin POST
+refused with 403) is agent.browser_guard.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from agent.browser_guard import NOSNIFF, cross_origin_refusal, page_headers
 from agent.config import AgentConfig
 from agent.events import Event, EventClock, TurnError, agent_end, error, interrupted
-from agent.model import Conversations, SessionBusy, answering, text_deltas
+from agent.model import Conversations, SessionBusy, text_deltas
 from agent.modes import RUNS, Turn
 from agent.sagemaker_client import bidirectional_client
 from agent.tts_session import TTSSession
@@ -148,6 +150,16 @@ def _parsed_first(handle: Handler) -> Handler:
     return invocations
 
 
+def _same_origin_only(handle: Handler) -> Handler:
+    """`/invocations` for the agent's own page and for clients that are not browsers only
+    (agent.browser_guard): another site's request is refused before its body is read."""
+
+    async def invocations(request: Request) -> Response:
+        return cross_origin_refusal(request) or await handle(request)
+
+    return invocations
+
+
 class Speech:
     """The endpoint's client, created once on the loop that runs the turns and reused by every turn
     (its HTTP/2 connection is shared; each turn is one stream on it)."""
@@ -178,7 +190,7 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
                 if turn is None:
                     yield agent_end(clock, ok=True)
                     return
-            if answering(conversation.agent):
+            if conversation.busy():
                 raise SessionBusy()
         except TurnError as exc:
             yield error(clock, exc.code, str(exc))
@@ -205,13 +217,17 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
 
     routes = app.router.routes
     at = next(i for i, route in enumerate(routes) if getattr(route, "path", None) == "/invocations")
-    routes[at] = Route("/invocations", _parsed_first(routes[at].endpoint), methods=["POST"])
+    routes[at] = Route(
+        "/invocations", _same_origin_only(_parsed_first(routes[at].endpoint)), methods=["POST"]
+    )
+    html = (resources.files("agent") / "web" / "index.html").read_text(encoding="utf-8")
+    headers = page_headers(html)
 
     async def page(request: Request) -> HTMLResponse:
-        return HTMLResponse((resources.files("agent") / "web" / "index.html").read_text(encoding="utf-8"))
+        return HTMLResponse(html, headers=headers)
 
     async def favicon(request: Request) -> Response:
-        return Response(FAVICON_SVG, media_type="image/svg+xml")
+        return Response(FAVICON_SVG, media_type="image/svg+xml", headers=NOSNIFF)
 
     app.router.routes.append(Route("/", page, methods=["GET"]))
     app.router.routes.append(Route("/favicon.ico", favicon, methods=["GET"]))

@@ -186,6 +186,12 @@ class Conversation:
     spoken: SpokenTurn | None = None
     _last_before_turn: Any = None
 
+    def busy(self) -> bool:
+        """Whether a turn of this session is still running: its model is writing, or its text is
+        complete and its speech still streams (a second turn beside it would speak over it, and an
+        interrupt would reach only the newer one)."""
+        return answering(self.agent) or (self.spoken is not None and not self.spoken.ended.is_set())
+
     def start_turn(self) -> SpokenTurn:
         self._last_before_turn = self.agent.messages[-1] if self.agent.messages else None
         self.spoken = SpokenTurn()

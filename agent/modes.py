@@ -16,7 +16,16 @@ the comparison measures only when text is sent, not connection setup.
 Both relay the container's word timings as `words` events on the turn's audio timeline
 (agent.barge_in.AudioTimeline) and keep them in the turn's `SpokenTurn`; both stop when it is
 interrupted (barge-in): the turn ends with `agent_end` (`interrupted: true`), and releasing its TTS
-session cancels what the container still has queued.
+session cancels what the container still has queued. `agent_end.audio_s` is the audio the client was
+sent: PCM counted by its bytes, so an interrupted turn reports what it streamed (a codec's chunks carry
+no duration: there it is the requests the container completed).
+
+Text work (the chunker, speech text) never runs on the event loop, where it would hold every other
+session's audio and the runtime's `/ping` (which the emulator answers by replacing the replica): it runs
+in a worker thread, one call at a time in the answer's order, on pieces of at most MAX_CHUNK_CHARS. A
+thread alone is not enough: one regular-expression call is C code that holds the GIL to its end (speech
+text on 20,000 `[` was one 1.5 s `re.sub` here, 20,000 backticks 5.3 s), so the size of each call is what
+bounds how long the loop can wait.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from agent.barge_in import AudioTimeline, Interrupted, SpokenTurn, parse_words
-from agent.chunker import IncrementalSentenceChunker
+from agent.chunker import IncrementalSentenceChunker, split_sentences
 from agent.events import (
     Event,
     EventClock,
@@ -42,8 +51,8 @@ from agent.events import (
     words,
 )
 from agent.tts_session import Audio, TTSSession, TTSStreamError
-from facts import BATCH, BIDI, DEFAULT_VOICE
-from tts.text.speech_text import MarkdownBlocks, speech_text
+from facts import BATCH, BIDI, DEFAULT_VOICE, PCM_BYTES_PER_S
+from tts.text.speech_text import MarkdownBlocks
 
 TextSource = Callable[[str], AsyncIterator[str]]
 SessionOpener = Callable[[], Awaitable[TTSSession]]
@@ -60,6 +69,17 @@ class Turn:
     audio_format: str = "pcm"
     first_fragment_min_words: int | None = None
 
+    @property
+    def pcm(self) -> bool:
+        return self.audio_format == "pcm"
+
+
+MAX_CHUNK_CHARS = 500
+"""The longest piece of text one text-work call sees (the chunker cuts a longer sentence at a clause,
+else a space). A sentence of 500 characters is about 30 s of speech; speech text on 500 characters
+cost at most 3.6 ms here on the worst inputs of issue 33 (backticks; `[`, unclosed ` *a`, a long
+heading, a table row, dots, a URL: 0.2-1.2 ms), against 5.3 s for 20,000 backticks."""
+
 
 class _Failed:
     def __init__(self, exc: BaseException) -> None:
@@ -73,6 +93,7 @@ _DONE = object()
 class _Tally:
     """What the turn produced, for `agent_end`."""
 
+    pcm: bool = True
     text: str = ""
     sentences: int = 0
     ttft_ms: float | None = None
@@ -92,6 +113,13 @@ class _Tally:
             interrupted=self.interrupted,
         )
 
+    def sent(self, event: Event) -> None:
+        """`event` reached the client: PCM audio counts by its bytes (`facts.PCM_BYTES_PER_S`)."""
+        if self.pcm and event["type"] == "audio_chunk":
+            data = event["data"]
+            pcm_bytes = len(data) // 4 * 3 - data[-2:].count("=")  # base64's length, not a decode
+            self.audio_s += pcm_bytes / PCM_BYTES_PER_S
+
 
 def _start_event(clock: EventClock, turn: Turn) -> Event:
     return agent_start(clock, turn.mode, turn.voice, turn.audio_format)
@@ -102,8 +130,9 @@ async def _audio_events(
 ) -> AsyncIterator[Event]:
     """Relay everything the endpoint sends until it closes the session."""
     seq = words_seq = 0
+    complete_s = 0.0
     sentence: int | None = None
-    timeline = AudioTimeline(pcm=turn.audio_format == "pcm")
+    timeline = AudioTimeline(pcm=turn.pcm)
     async for chunk in session.chunks():
         if isinstance(chunk, Audio):
             if seq == 0:
@@ -126,13 +155,15 @@ async def _audio_events(
         elif chunk.type == "synthesis_complete":
             duration_s = float(chunk.message.get("duration_s", 0.0))
             timeline.request_complete(duration_s)
-            tally.audio_s += duration_s
+            complete_s += duration_s
+            if not turn.pcm:
+                tally.audio_s += duration_s
         elif chunk.type == "error":
             yield error(
                 clock, str(chunk.message.get("code", "tts_error")), str(chunk.message.get("message", ""))
             )
     if seq:
-        yield audio_stream_end(clock, seq, tally.audio_s)
+        yield audio_stream_end(clock, seq, complete_s)
 
 
 async def _merged(
@@ -184,6 +215,7 @@ async def _guarded(
         async for event in events:
             ok = ok and event["type"] != "error"
             yield event
+            tally.sent(event)
         spoken.complete = True
     except Interrupted:
         tally.interrupted = True
@@ -199,20 +231,45 @@ async def _guarded(
     yield tally.end_event(clock, ok)
 
 
+class _Sentences:
+    """The chunker and the code-block state of one bidi turn: what the model writes in, the sentences
+    there is something to say for out (a code block's lines, a line of emoji are left out). Called in
+    a worker thread, one call at a time."""
+
+    def __init__(self, turn: Turn) -> None:
+        self._chunker = IncrementalSentenceChunker(
+            first_fragment_min_words=turn.first_fragment_min_words, max_chunk_chars=MAX_CHUNK_CHARS
+        )
+        self._blocks = MarkdownBlocks()
+
+    def feed(self, delta: str) -> list[str]:
+        return [sentence for sentence in self._chunker.feed(delta) if self._blocks.speak(sentence)]
+
+    def flush(self) -> list[str]:
+        rest = self._chunker.flush()
+        return [rest] if rest and self._blocks.speak(rest) else []
+
+
+def _speakable(text: str) -> bool:
+    """Whether a whole answer has anything to say aloud (batch), looked at MAX_CHUNK_CHARS at a time.
+    Called in a worker thread."""
+    blocks = MarkdownBlocks()
+    return any(blocks.speak(chunk) for chunk in split_sentences(text, max_chunk_chars=MAX_CHUNK_CHARS))
+
+
 async def run_bidi(
     turn: Turn, model: TextSource, open_session: SessionOpener, spoken: SpokenTurn | None = None
 ) -> AsyncIterator[Event]:
-    clock, tally, spoken = EventClock(), _Tally(), spoken or SpokenTurn()
+    clock, tally, spoken = EventClock(), _Tally(pcm=turn.pcm), spoken or SpokenTurn()
     yield _start_event(clock, turn)
     session_task = asyncio.ensure_future(open_session())
 
     async def speak_text(emit: Emit) -> None:
-        chunker = IncrementalSentenceChunker(first_fragment_min_words=turn.first_fragment_min_words)
-        blocks = MarkdownBlocks()
+        sentences = _Sentences(turn)
         session = await session_task
 
-        async def speak(sentence: str) -> None:
-            if blocks.speak(sentence):
+        async def speak(spoken_sentences: list[str]) -> None:
+            for sentence in spoken_sentences:
                 await session.synthesize(sentence, f"s{tally.sentences}", turn.voice, turn.audio_format)
                 tally.sentences += 1
 
@@ -222,10 +279,8 @@ async def run_bidi(
             tally.text += delta
             emit(text_delta(clock, delta_seq, delta))
             delta_seq += 1
-            for sentence in chunker.feed(delta):
-                await speak(sentence)
-        if rest := chunker.flush():
-            await speak(rest)
+            await speak(await asyncio.to_thread(sentences.feed, delta))
+        await speak(await asyncio.to_thread(sentences.flush))
         await session.finish()
 
     async def relay_audio(emit: Emit) -> None:
@@ -243,7 +298,7 @@ async def run_bidi(
 async def run_batch(
     turn: Turn, model: TextSource, open_session: SessionOpener, spoken: SpokenTurn | None = None
 ) -> AsyncIterator[Event]:
-    clock, tally, spoken = EventClock(), _Tally(), spoken or SpokenTurn()
+    clock, tally, spoken = EventClock(), _Tally(pcm=turn.pcm), spoken or SpokenTurn()
     yield _start_event(clock, turn)
     session_task = asyncio.ensure_future(open_session())
 
@@ -255,7 +310,7 @@ async def run_batch(
             emit(text_delta(clock, delta_seq, delta))
             delta_seq += 1
         session = await session_task
-        if speech_text(tally.text):
+        if await asyncio.to_thread(_speakable, tally.text):
             await session.synthesize(tally.text.strip(), "s0", turn.voice, turn.audio_format)
             tally.sentences = 1
         await session.finish()

@@ -265,7 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(
             json.dumps(
-                {mode: {k: summary[mode][k] for k in ("ttfa_ms", "ttft_ms", "total_ms")} for mode in MODES}
+                {
+                    mode: {k: summary[mode][k] for k in ("ttfa_ms", "ttft_ms", "complete_ms", "total_ms")}
+                    for mode in MODES
+                }
                 | {"ratio": summary["ratio"]}
             )
         )

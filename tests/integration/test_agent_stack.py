@@ -10,6 +10,7 @@ import time
 import httpx
 import pytest
 
+from tests.integration.conftest import LONG_PROMPT, assert_bidi_speaks_before_the_answer_is_complete
 from tools.asr import transcribe, word_error_rate
 from tts.wire.sse import SSEParser
 
@@ -92,20 +93,21 @@ def test_compressed_audio_formats_pass_through(stack):
 
 
 def test_demo_cli_compares_both_modes(stack):
+    """bidi speaks while the answer is still being written, batch only once it is complete: behaviour,
+    not a speed ratio (`python -m benchmarks agent` measures that). The long answer gives bidi seconds
+    to speak before its end however slow the machine's synthesis is."""
     result = subprocess.run(
-        [sys.executable, "-m", "deploy.commands.agent", "demo", "--endpoint-url", stack.agent_url, "--json"],
+        [
+            *(sys.executable, "-m", "deploy.commands.agent", "demo", "--endpoint-url", stack.agent_url),
+            *("--prompt", LONG_PROMPT, "--runs", "1", "--json"),
+        ],
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=400,
         check=True,
     )
     summary = json.loads(result.stdout)
-    assert set(summary) == {"bidi", "batch", "ratio"}
-    assert set(summary["bidi"]) == {"ttfa_ms", "ttft_ms", "total_ms"}
-    assert summary["ratio"] == pytest.approx(
-        summary["batch"]["ttfa_ms"] / summary["bidi"]["ttfa_ms"], rel=0.01
-    )
-    assert summary["ratio"] > 1.5, "bidi must reach first audio well before batch"
+    assert_bidi_speaks_before_the_answer_is_complete(summary)
 
 
 def _open_sessions(stack) -> int:

@@ -24,6 +24,7 @@ import pytest
 from emulator.config import EmulatorConfig
 from emulator.llm.smollm.weights import prepare_model
 from local_stack.stack import local_stack
+from tests.integration.conftest import LONG_PROMPT
 from tools.listener import Arrival, listen
 
 pytestmark = [
@@ -42,9 +43,15 @@ HEARING_MS = 1_000
 METER_WINDOW_MS = 100
 
 
+def csp_refusals(console_text: str) -> list[str]:
+    """What the page's Content-Security-Policy refused, which Chromium reports only on the console."""
+    return [console_text] if "Content Security Policy" in console_text else []
+
+
 @contextlib.contextmanager
 def browser_page(url: str):
-    """The page at `url` loaded in headless Chromium, and the page errors it raises."""
+    """The page at `url` loaded in headless Chromium, and the page errors it raises (with anything its
+    Content-Security-Policy refused)."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -64,6 +71,7 @@ def browser_page(url: str):
             page = browser.new_page(viewport={"width": 1000, "height": 900})
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.on("console", lambda message: errors.extend(csp_refusals(message.text)))
             page.goto(url)
             yield page, errors
         finally:
@@ -107,9 +115,23 @@ def clock(page) -> dict:
     )
 
 
+def wait_until(page, condition: str, timeout_ms: int = 30_000) -> None:
+    """Wait until the JavaScript expression `condition` holds on the page. Not `page.wait_for_function`,
+    which evaluates its predicate with `eval`: the page's Content-Security-Policy refuses that (no
+    'unsafe-eval'), as it should; a function given to `page.evaluate` is compiled by the browser's
+    debugging protocol, which the policy does not govern."""
+    met = page.evaluate(
+        f"""async () => {{ const end = performance.now() + {timeout_ms};
+            while (!({condition})) {{ if (performance.now() > end) return false;
+                                      await new Promise((r) => setTimeout(r, 20)); }}
+            return true; }}"""
+    )
+    assert met, f"not within {timeout_ms} ms: {condition}"
+
+
 def wait_until_the_stream_is_complete(page, timeout_ms: int = 120_000) -> None:
     """Every event of the answer has arrived (the page records its chunk count then)."""
-    page.wait_for_function("document.body.dataset.chunks !== undefined", timeout=timeout_ms)
+    wait_until(page, "document.body.dataset.chunks !== undefined", timeout_ms)
 
 
 def timeline_rows(page) -> list[dict]:
@@ -230,13 +252,15 @@ def test_the_page_hears_stalls_by_the_agent_s_listener_model(web):
 
 
 def test_stop_is_live_during_leftover_playback_and_replay_plays_the_answer_again(web):
+    """The long answer (40 s of speech) leaves seconds to play once it has all arrived, with synthesis
+    anywhere below real time: the test makes its time instead of assuming a fast machine."""
     page, errors = web
-    page.fill("#prompt", "Where is my order?")
+    page.fill("#prompt", LONG_PROMPT)
     page.click("#go")
-    wait_until_the_stream_is_complete(page)
+    wait_until_the_stream_is_complete(page, timeout_ms=240_000)
     left = clock(page)
     assert state(page) == "speaking" and page.is_enabled("#stop")
-    assert left["scheduled"] - left["played"] > 1_000, "the whole answer arrived before it was spoken"
+    assert left["scheduled"] - left["played"] > HEARING_MS + 500, "audio is left to play once all arrived"
     assert loudest(page, HEARING_MS) > AUDIBLE
 
     page.click("#stop")
@@ -260,8 +284,12 @@ def test_stop_is_live_during_leftover_playback_and_replay_plays_the_answer_again
         "the whole answer, not the part heard"
     )
     assert loudest(page, HEARING_MS) > AUDIBLE
-    page.wait_for_selector("body[data-state=done]", timeout=int(replaying["scheduled"]) + 30_000)
-    assert clock(page)["played"] == pytest.approx(before["scheduled"], abs=1)
+    # On past where Stop cut it: the part never heard plays too.
+    past = before["played"] + 500
+    wait_until(page, f"player.playedMs() > {past}", int(past) + 30_000)
+    assert state(page) == "speaking" and loudest(page, HEARING_MS) > AUDIBLE
+    page.click("#stop")
+    assert state(page) == "stopped"
     assert not errors, errors
 
 
@@ -364,17 +392,35 @@ def test_compare_runs_both_modes_and_draws_two_timelines(web):
     assert batch["lead"].endswith("after the answer was complete")
 
 
+# The player's clock moves in steps of the audio output's buffer (a 128-sample render quantum is 5.3 ms
+# at 24 kHz; an output callback carries a few): between the page's caption update and the test's reading,
+# in the same animation frame, it can have moved one step. 20 ms is a small part of any spoken word.
+CLOCK_STEP_MS = 20
+
+
 def caption(page) -> dict:
-    """In one go on the page: the player's clock on the captioned answer's audio, the word marked, the
-    word whose time holds that clock, and the answer's words so far."""
+    """In one animation frame, right after the page's own caption update (registered before this one,
+    so it runs first): the player's clock on the captioned answer's audio, the words marked, and the
+    answer's words with their timings."""
     return page.evaluate(
-        """() => { const words = captioned.run.words, played = player.playedMs() - captioned.offsetMs;
-            const marked = document.querySelectorAll('#answer .word.now');
-            return { played, index: Number(document.body.dataset.word), words: words.length,
-                     marked: [...marked].map((s) => ({ index: Number(s.dataset.index),
-                                                        text: s.textContent })),
-                     at: wordAt(words, played), text: words.map((w) => w.text) }; }"""
+        """() => new Promise((resolve) => requestAnimationFrame(() => {
+            const played = player.playedMs() - captioned.offsetMs;
+            const marked = [...document.querySelectorAll('#answer .word.now')];
+            resolve({ played,
+                      marked: marked.map((s) => ({ index: Number(s.dataset.index), text: s.textContent })),
+                      words: captioned.run.words.map((w) => [w.text, w.start_ms, w.end_ms]) });
+        }))"""
     )
+
+
+def heard_at(words: list, played_ms: float) -> int:
+    """The word a listener hears `played_ms` into the answer's audio, from the `words` timings alone
+    (the page's `wordAt` is what is being checked): the last word to start at or before it, held through
+    the pause before the next; -1 before the first word and after the last one ends."""
+    started = [i for i, (_, start, _) in enumerate(words) if start <= played_ms]
+    if not started or (started[-1] == len(words) - 1 and played_ms >= words[-1][2]):
+        return -1
+    return started[-1]
 
 
 def heard_when(page, action: str) -> str:
@@ -408,22 +454,27 @@ def test_captions_follow_the_voice_and_an_interrupt_is_what_the_model_hears_next
     while len(samples) < 40:  # 4 s: the first two chunks of the answer, seven words
         samples.append(caption(page))
         time.sleep(0.1)
-    marked = [s for s in samples if s["index"] >= 0]
-    indices = [s["index"] for s in marked]
+    indices = []
+    for sample in samples:
+        words, played = sample["words"], sample["played"]
+        heard = heard_at(words, played)
+        # The page read its clock one step earlier at most: across a word boundary in that step, the
+        # word before it is still right. Any other word is wrong (one word late included).
+        allowed = {heard, heard_at(words, played - CLOCK_STEP_MS)}
+        (index,) = {m["index"] for m in sample["marked"]} or {-1}
+        assert index in allowed, (f"marked word {index} at {played:.0f} ms; heard {heard}", words)
+        if index >= 0:
+            assert sample["marked"] == [{"index": index, "text": words[index][0]}], "one mark, on its word"
+            indices.append(index)
     assert indices == sorted(indices) and len(set(indices)) >= 4, "the mark moves on with the voice"
-    for sample in marked:
-        assert sample["marked"] == [{"index": sample["index"], "text": sample["text"][sample["index"]]}]
-        assert abs(sample["at"] - sample["index"]) <= 1, (
-            "the mark is the word being heard (one frame late at most)"
-        )
-    assert " ".join(samples[-1]["text"]).startswith("Thanks for waiting, I found your order.")
+    assert " ".join(w[0] for w in samples[-1]["words"]).startswith("Thanks for waiting, I found your order.")
 
-    page.wait_for_function("player.playedMs() - captioned.offsetMs > 1500")
+    wait_until(page, "player.playedMs() - captioned.offsetMs > 1500")
     heard = heard_when(page, "#stop")
-    page.wait_for_function("document.body.dataset.heard !== undefined", timeout=30_000)
+    wait_until(page, "document.body.dataset.heard !== undefined")
     assert page.get_attribute("body", "data-heard") == heard
     assert heard in page.inner_text("#heard") and state(page) == "stopped"
-    assert 3 <= len(heard.split()) < len(samples[-1]["text"]), "interrupted mid-answer"
+    assert 3 <= len(heard.split()) < len(samples[-1]["words"]), "interrupted mid-answer"
 
     page.fill("#prompt", second)
     page.click("#go")
@@ -434,7 +485,7 @@ def test_captions_follow_the_voice_and_an_interrupt_is_what_the_model_hears_next
         {"role": "user", "content": [{"text": second}]},
     ]
 
-    page.wait_for_function("player.playedMs() - captioned.offsetMs > 800")
+    wait_until(page, "player.playedMs() - captioned.offsetMs > 800")
     page.fill("#prompt", third)
     heard_again = heard_when(page, "#go")  # asking over the answer interrupts it
     page.wait_for_selector("body[data-state=speaking]", timeout=120_000)

@@ -270,9 +270,12 @@ async def test_three_sessions_that_arrive_together_play_without_a_gap(fake):
 
 
 async def test_saturated_a_new_session_waits_instead_of_every_listener_stalling(fake):
-    """With capacity for one session (the fake's speed), a second arriving while the first plays gets
-    its first audio later, and the first plays on without a gap (its start may stall: this engine is
-    too slow even for the plan's shortest second step, so b arrives once a is seconds ahead)."""
+    """With capacity for one session (the fake's speed), a second arriving while the first plays waits
+    for its first audio: a's listener, with less than SATURATED_WAIT_S buffered, gets a whole step more
+    before b's first (without the saturated wait, b's first-audio target would come before a runs out,
+    and b would be served as soon as the step in flight ends), and a plays on without a gap (its start
+    may stall: this engine is too slow even for the plan's shortest second step, so b arrives once a is
+    seconds ahead)."""
     scheduler, _ = fake(frame_s=0.012)  # a 120-frame step: 3 s of audio in 1.6 s: capacity 1
     assert scheduler.capacity == 1
     a = scheduler.submit("a", request("800", "a"))
@@ -284,8 +287,11 @@ async def test_saturated_a_new_session_waits_instead_of_every_listener_stalling(
     b = scheduler.submit("b", request("100", "b"))
     assert scheduler.load["saturated"]
     heard_b = await asyncio.wait_for(listen(b), 30)
-    assert heard_b[0][0] - sent > 0.4, "saturated, b waits for its first audio"
-    assert stalls(await asyncio.wait_for(heard_a, 30), after=sent) < 0.05
+    heard = await asyncio.wait_for(heard_a, 30)
+    a_steps_first = [at - sent for at, _ in heard if sent < at < heard_b[0][0]]
+    assert len(a_steps_first) >= 2, ("a's step in flight, then one more, before b's", a_steps_first)
+    assert heard_b[0][0] - sent > FIRST_AUDIO_TARGET_S, "saturated, b waits for its first audio"
+    assert stalls(heard, after=sent) < 0.05
 
 
 async def test_cancel_still_stops_a_budgeted_step(fake):

@@ -1,0 +1,73 @@
+"""What the agent's HTTP surface does about browsers, which visit other sites while it runs.
+
+The page (`GET /`) is sent with a Content-Security-Policy that allows its own inline script and style
+by their SHA-256 (computed here from the page, so an edit cannot leave a stale hash) and nothing else:
+no other script, no `unsafe-inline`, requests only to its own origin, never framed (with
+X-Frame-Options for browsers that predate frame-ancestors), its type never sniffed.
+
+`POST /invocations` refuses what another site's page can make a browser send without a CORS preflight
+(a `text/plain` or form POST): such a request cannot read the answer, but the turn would run, cost a
+model call and speak. A browser names the page that sent it: `Origin` (every current browser sends it
+on a POST) and `Sec-Fetch-Site`. A request whose `Origin` is not the agent's own, or that the browser
+calls cross-site or same-site, is refused with 403 before its body is read; the agent's own page, and
+clients that are not browsers (curl, boto3 through AgentCore, which does not pass `Origin` on), send
+neither and are served.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+_INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.DOTALL)
+FOREIGN_FETCH_SITES = ("cross-site", "same-site")
+NOSNIFF = {"X-Content-Type-Options": "nosniff"}
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
+
+
+def page_headers(html: str) -> dict[str, str]:
+    """The security headers for `html`, whose inline `<script>` and `<style>` blocks are allowed by
+    their hashes (a `style="..."` attribute would not be: the page has none)."""
+    hashes: dict[str, list[str]] = {"script": [], "style": []}
+    for kind, body in _INLINE.findall(html):
+        hashes[kind].append(_sha256(body))
+    policy = [
+        "default-src 'none'",
+        "script-src " + " ".join(hashes["script"] or ["'none'"]),
+        "style-src " + " ".join(hashes["style"] or ["'none'"]),
+        "connect-src 'self'",
+        "img-src 'self'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+    ]
+    return {
+        "Content-Security-Policy": "; ".join(policy),
+        **NOSNIFF,
+        "X-Frame-Options": "DENY",
+        "Referrer-Policy": "no-referrer",
+    }
+
+
+def cross_origin_refusal(request: Request) -> JSONResponse | None:
+    """403 with a typed body for a request another site's page made a browser send; None otherwise."""
+    origin = request.headers.get("origin")
+    own = f"{request.url.scheme}://{request.headers.get('host', '')}".lower()
+    if origin is not None and origin.lower() != own:
+        reason = f"the request comes from the page at {origin!r}, not from this agent's own page ({own})"
+    elif request.headers.get("sec-fetch-site", "").lower() in FOREIGN_FETCH_SITES:
+        reason = "the browser says the request comes from another site's page"
+    else:
+        return None
+    return JSONResponse(
+        {"error": "Forbidden", "code": "cross_origin", "details": f"{reason}: only the agent's page may ask"},
+        status_code=403,
+        headers=NOSNIFF,
+    )

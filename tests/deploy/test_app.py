@@ -210,7 +210,7 @@ def test_tts_image_asset_is_amd64_and_its_staged_dockerfile_has_the_label(assemb
     assert (image["dockerFile"], image["platform"]) == ("tts/Dockerfile.gpu", "linux/amd64")
     staged = assembly.directory / image["directory"]
     assert f"LABEL {BIDI_LABEL}=true" in (staged / "tts" / "Dockerfile.gpu").read_text()
-    assert (staged / "tts" / "server.py").is_file() and (staged / "pyproject.toml").is_file()
+    assert (staged / "tts" / "serving" / "app.py").is_file() and (staged / "pyproject.toml").is_file()
     for left_out in (".venv", ".git", "tests", ".cache", "cdk.out"):
         assert not (staged / left_out).exists(), f"{left_out} must not be in the build context"
     [model] = assembly.template(ENDPOINT).find_resources("AWS::SageMaker::Model").values()

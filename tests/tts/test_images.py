@@ -70,7 +70,8 @@ def test_build_config_stays_out_of_the_final_stage(dockerfile: Path):
 def test_gpu_image_runs_the_torch_engine_on_cuda_with_baked_weights():
     text = (REPO / "tts" / "Dockerfile.gpu").read_text()
     assert "TTS_ENGINE=torch" in text and "TTS_PROVIDER=cuda" in text
-    assert "pip install --require-hashes --no-deps -r tts/requirements/gpu.txt" in text and "check_torch.py" in text
+    assert "pip install --require-hashes --no-deps -r tts/requirements/gpu.txt" in text
+    assert "check_torch.py" in text
     assert "python -m tts export-model /opt/kokoro/kokoro-torch --format torch" in text
     run = text.split("\nRUN ", 1)[1].split("\nEXPOSE", 1)[0]
     assert "onnxruntime" not in run, "the GPU image needs no onnxruntime-gpu"

@@ -30,11 +30,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
+from emulator.admin import admin_blueprint
 from emulator.config import ConfigError
+from emulator.controller.store import Store
 from emulator.llm.base import ConverseRequest, ReplyModelError, tokenize
 from emulator.llm.openai_compatible import OpenAICompatibleModel
 from emulator.llm.script import DEFAULT_REPLY, PacedScriptModel, load_script
 from emulator.processes import free_port
+from emulator.services.bedrock.request_log import RequestLog
 from emulator.services.bedrock.runtime import runtime_blueprint
 from emulator.wire import eventstream
 
@@ -92,8 +95,12 @@ def serving(app: Any) -> Iterator[str]:
 
 
 def bedrock_app(config: SimpleNamespace, model: Any = None) -> Quart:
+    """Bedrock's routes with the operator's record of what they answered (`GET
+    /_emulator/bedrock/requests`, emulator/admin.py), wired as emulator/app.py wires them."""
+    requests = RequestLog()
     app = Quart(__name__)
-    app.register_blueprint(runtime_blueprint(config, model))
+    app.register_blueprint(runtime_blueprint(config, model, requests=requests))
+    app.register_blueprint(admin_blueprint(Store(), dict, requests))
     return app
 
 

@@ -14,13 +14,13 @@ The bounds are measured on this machine in this run, so they hold on a slower CP
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.timing import best_of
 from tts.text.speech_text import RULES, Rule, speech_text
 
 pytestmark = [pytest.mark.reliability, pytest.mark.timeout(300)]
@@ -88,15 +88,6 @@ LINEAR_PASSES = 200
 
 def repeated(piece: str, size: int) -> str:
     return (piece * (size // len(piece) + 1))[:size]
-
-
-def best_of(run: Callable[[], object], times: int = 3) -> float:
-    spent = []
-    for _ in range(times):
-        started = time.perf_counter()
-        run()
-        spent.append(time.perf_counter() - started)
-    return min(spent)
 
 
 def linear_pass(text: str) -> float:

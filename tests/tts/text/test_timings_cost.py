@@ -10,12 +10,12 @@ the old work 16 to 64 times. Absolute seconds are in the report of the change, n
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
+from tests.support.timing import best_of
 from tts.engines.base import CancelFlag, SynthesisCancelled
 from tts.text.g2p import Phonemizer
 from tts.text.speech_text import speech_text
@@ -60,27 +60,19 @@ def mapping(phonemizer: Phonemizer, written: str) -> Callable[[], object]:
     return lambda: word_tokens(written, "en-us", phonemes, word_phonemes)
 
 
-def best_of(run: Callable[[], object], times: int = 5) -> float:
-    spent = []
-    for _ in range(times):
-        started = time.perf_counter()
-        run()
-        spent.append(time.perf_counter() - started)
-    return min(spent)
-
-
 @pytest.mark.parametrize("name", list(ADVERSARIAL))
 def test_word_mapping_grows_linearly_with_the_text(phonemizer, name: str):
     make = ADVERSARIAL[name]
-    short, long = best_of(mapping(phonemizer, make(500))), best_of(mapping(phonemizer, make(2000)))
+    short = best_of(mapping(phonemizer, make(500)), times=5)
+    long = best_of(mapping(phonemizer, make(2000)), times=5)
     # linear: 4 times the work; 10 leaves room for a noisy machine, quadratic would be 16, cubic 64
     assert long < 10 * short, f"{name}: 500 chars {short:.4f} s, 2,000 chars {long:.4f} s"
 
 
 def test_label_phonemes_of_texts_that_do_not_align_is_bounded():
     """Nothing in common between the two strings: difflib over the whole of them is quadratic."""
-    short = best_of(lambda: label_phonemes("ab " * 500, ["xy"] * 500))
-    long = best_of(lambda: label_phonemes("ab " * 2000, ["xy"] * 2000))
+    short = best_of(lambda: label_phonemes("ab " * 500, ["xy"] * 500), times=5)
+    long = best_of(lambda: label_phonemes("ab " * 2000, ["xy"] * 2000), times=5)
     assert long < 10 * short, f"1,500 characters {short:.4f} s, 6,000 characters {long:.4f} s"
 
 

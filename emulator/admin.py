@@ -23,7 +23,15 @@ from typing import Any
 import httpx
 from quart import Blueprint, Response
 
-from emulator.controller.store import AgentRuntime, Deployment, Endpoint, Replica, ScalableTarget, Store
+from emulator.controller.store import (
+    AgentRuntime,
+    Deployment,
+    Endpoint,
+    Replica,
+    ScalableTarget,
+    Stack,
+    Store,
+)
 from emulator.services.bedrock.request_log import RequestLog
 
 LOAD_TIMEOUT_S = 1.0  # a replica busy computing still answers /ping within milliseconds (event loop)
@@ -115,6 +123,17 @@ def scaling_status(target: ScalableTarget) -> dict[str, Any]:
     }
 
 
+def stack_status(stack: Stack) -> dict[str, Any]:
+    """A CloudFormation stack: its status, why, and how many of its resources are made."""
+    return {
+        "name": stack.name,
+        "status": stack.status,
+        "reason": stack.reason,
+        "resources": len(stack.resources),
+        "created": stack.created,
+    }
+
+
 async def replica_loads(store: Store) -> dict[str, Any]:
     """Replica id -> the `load` its `GET /ping` reports, for every ready endpoint replica that reports one."""
     ready = [
@@ -149,6 +168,7 @@ def status(store: Store, info: dict[str, Any], loads: dict[str, Any] | None = No
         "endpoints": endpoints,
         "agent_runtimes": [runtime_status(rt) for rt in store.agent_runtimes.values()],
         "autoscaling": [scaling_status(t) for t in store.scalable_targets.values()],
+        "stacks": [stack_status(s) for s in store.stacks.values() if s.status != "DELETE_COMPLETE"],
         "events": [asdict(e) for e in store.events.recent(50)],
     }
 

@@ -9,9 +9,9 @@ and `/runtimes/<ARN>/invocations` its data plane), `/sts/` STS, `/cloudformation
 is checked once for every AWS route, before it runs (emulator.wire.auth).
 
 `make_services` builds each service over the one store and gives CloudFormation the one way it reaches
-the others: `Services.call(service, operation, request)`, over the operation tables the services'
-control planes return (boto3's service names; the API's operation names), so no service imports
-another.
+the others: `Services.call(service, operation, request)` and `Services.offers(service)`, over the
+operation tables the services' control planes return (boto3's service names; the API's operation
+names), so no service imports another.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from emulator.controller.reconcile import Controller
 from emulator.controller.routing import Router
 from emulator.controller.runtimes import Runtime
 from emulator.controller.store import Store
+from emulator.images.assets import DockerImageAssets
 from emulator.services.agentcore import routes as agentcore_routes
 from emulator.services.agentcore.control import AgentRuntimeControl
 from emulator.services.autoscaling import routes as autoscaling_routes
@@ -68,7 +69,8 @@ class Services:
     """Load the local model behind Bedrock at start (the manifest runs an agent that will call it)."""
 
     def __post_init__(self) -> None:
-        self.cloudformation = CloudFormation(self.config, self.store, self.call)
+        images = DockerImageAssets(self.config.base_image)
+        self.cloudformation = CloudFormation(self.config, self.store, self, images)
 
     def operations(self) -> Mapping[str, Mapping[str, Operation]]:
         """Every control plane's operations, by boto3's service name."""
@@ -83,6 +85,11 @@ class Services:
     def call(self, service: str, operation: str, body: dict[str, Any]) -> dict[str, Any]:
         """One control-plane operation of one service, as its routes would call it."""
         return self.operations()[service][operation](body)
+
+    def offers(self, service: str) -> bool:
+        """Whether the emulator serves `service` (boto3's name): CloudFormation's CloudWatch resources
+        go to it when it does."""
+        return service in self.operations()
 
 
 def make_services(

@@ -1,8 +1,9 @@
 """What `python -m emulator status` and `logs` print from a running emulator's status (the JSON of
-`GET /_emulator/status`, admin.py): tables of endpoints, agent runtimes, failure reasons, replicas and
-recent events; the end of every replica's log (endpoints' and agent runtimes' alike). A replica that
-reports its load shows it as LOAD, `sessions playing/sessions it keeps gap-free`, marked SATURATED when
-the first is over the second (new sessions then wait longer for first audio)."""
+`GET /_emulator/status`, admin.py): tables of endpoints, agent runtimes, CloudFormation stacks,
+failure reasons, replicas and recent events; the end of every replica's log (endpoints' and agent
+runtimes' alike). A replica that reports its load shows it as LOAD, `sessions playing/sessions it
+keeps gap-free`, marked SATURATED when the first is over the second (new sessions then wait longer for
+first audio)."""
 
 from __future__ import annotations
 
@@ -112,6 +113,12 @@ def format_status(status: dict[str, Any]) -> str:
             )
     if len(scaling) > 1:
         out += ["", _table(scaling)]
+    stacks = [["STACK", "STATUS", "RESOURCES", "AGE", "REASON"]]
+    for stack in status.get("stacks", []):
+        row = [stack["name"], stack["status"], str(stack["resources"]), _age(stack["created"])]
+        stacks.append([*row, stack["reason"] or "-"])
+    if len(stacks) > 1:
+        out += ["", _table(stacks)]
     failures = [
         f"  {item['name']}: {item['failure_reason']}"
         for item in [*status["endpoints"], *status.get("agent_runtimes", [])]

@@ -261,6 +261,7 @@ SERVICE_ROLES = {
     "runtime": 2,
     "bidirectional": 2,
     "template": 2,
+    "resources": 2,
     "routes": 3,
 }
 REQUIRED_ROLES = ("routes", "errors")

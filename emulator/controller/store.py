@@ -188,6 +188,56 @@ class ScalableTarget:
     policies: dict[str, ScalingPolicy] = field(default_factory=dict)
 
 
+@dataclass
+class StackResource:
+    """One resource of a CloudFormation stack: its physical id once made, and how to delete it."""
+
+    logical_id: str
+    type: str
+    physical_id: str = ""
+    status: str = "CREATE_IN_PROGRESS"
+    reason: str | None = None
+    updated: float = field(default_factory=time.time)
+    undo: tuple[Any, ...] = ()
+    """What deletes it, in order (the CloudFormation service's own steps)."""
+    retain: bool = False
+    """`DeletionPolicy: Retain`: left in place when the stack is deleted."""
+
+
+@dataclass(frozen=True)
+class StackEvent:
+    id: str
+    logical_id: str
+    physical_id: str
+    type: str
+    status: str
+    reason: str | None
+    time: float = field(default_factory=time.time)
+
+
+@dataclass
+class Stack:
+    """A CloudFormation stack: its template, its resources in creation order and its events."""
+
+    name: str
+    id: str
+    template: dict[str, Any]
+    parameters: dict[str, str]
+    status: str = "CREATE_IN_PROGRESS"
+    reason: str | None = None
+    created: float = field(default_factory=time.time)
+    deleted: float | None = None
+    disable_rollback: bool = False
+    tags: dict[str, str] = field(default_factory=dict)
+    outputs: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    """Output key -> (value, export name or None)."""
+    resources: dict[str, StackResource] = field(default_factory=dict)
+    events: list[StackEvent] = field(default_factory=list)
+    images: list[str] = field(default_factory=list)
+    """The local image tags built for the stack's image assets (removed with it)."""
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
 @dataclass(frozen=True)
 class Event:
     time: float
@@ -218,6 +268,8 @@ class Store:
     """By agentRuntimeId."""
     scalable_targets: dict[tuple[str, str, str], ScalableTarget] = field(default_factory=dict)
     """By (service namespace, resource id, scalable dimension)."""
+    stacks: dict[str, Stack] = field(default_factory=dict)
+    """CloudFormation's stacks by StackId, deleted ones included (as ListStacks shows them)."""
     events: EventLog = field(default_factory=EventLog)
 
 

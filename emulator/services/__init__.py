@@ -10,7 +10,9 @@
 - `runtime.py` — data-plane operations (invocations, converse).
 - `shapes.py` — requests checked and typed into the store's resources.
 - `bidirectional.py` — (SageMaker) the HTTP/2 event stream <-> the container's WebSocket.
-- `template.py` — (CloudFormation) a template's resources created through the other services.
+- `template.py` — (CloudFormation) a template's intrinsic functions and creation order (no I/O).
+- `resources.py` — (CloudFormation) the resource-type table: each type's resources created through
+  the other services' operations.
 - `request_log.py` — (Bedrock) the requests the service answered, kept for the operator's routes
   (`/_emulator/...`, emulator/admin.py; not an AWS API).
 

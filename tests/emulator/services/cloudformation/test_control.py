@@ -1,4 +1,4 @@
-"""CloudFormation's operations over the store: a stack is the agent runtimes tagged with its name; its
+"""CloudFormation's stacks of a manifest's runtimes: a stack is the agent runtimes tagged with its name; its
 outputs are the runtime stack's; deleting it deletes them through AgentCore's own operation (the caller
 the app wires in), and a stack that does not exist is CloudFormation's ValidationError."""
 
@@ -10,7 +10,8 @@ import pytest
 
 from emulator.config import EmulatorConfig
 from emulator.controller.store import AgentRuntime, Store
-from emulator.services.cloudformation.control import STACK_TAG, CloudFormation
+from emulator.services.cloudformation.control import CloudFormation
+from emulator.services.cloudformation.resources import STACK_TAG
 from emulator.wire.awserrors import AwsError
 
 ARN = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/voice_agent-abcdefghij"
@@ -24,11 +25,15 @@ def stacks(*tagged: str) -> tuple[CloudFormation, list[tuple[str, str, dict[str,
         runtime_id = f"voice_agent-{n:010d}"
         store.agent_runtimes[runtime_id] = AgentRuntime(runtime_id, "voice_agent", ARN, request)
 
-    def call(service: str, operation: str, body: dict[str, Any]) -> dict[str, Any]:
-        calls.append((service, operation, body))
-        return {}
+    class Peers:
+        def call(self, service: str, operation: str, body: dict[str, Any]) -> dict[str, Any]:
+            calls.append((service, operation, body))
+            return {}
 
-    return CloudFormation(EmulatorConfig(), store, call), calls
+        def offers(self, service: str) -> bool:
+            return False
+
+    return CloudFormation(EmulatorConfig(), store, Peers(), images=None), calls  # type: ignore[arg-type]
 
 
 def test_a_stack_is_its_tagged_runtimes_with_the_runtime_stacks_outputs():
@@ -56,6 +61,7 @@ def test_deleting_a_stack_deletes_its_runtimes_through_agentcore():
 def test_a_stack_that_does_not_exist_is_a_validation_error(body: dict[str, Any], message: str):
     cloudformation, calls = stacks()
     with pytest.raises(AwsError, match=message) as raised:
-        cloudformation.DescribeStacks(body)
+        cloudformation.DescribeStackEvents(body)
     assert raised.value.code == "ValidationError"
     assert cloudformation.DeleteStack({"StackName": "Nope"}) == {} and calls == []  # as on AWS
+    assert cloudformation.DescribeStacks({}) == {"Stacks": []}  # no name: every live stack

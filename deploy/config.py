@@ -37,7 +37,7 @@ SPEECH_MODELS = {TTS_ENDPOINT: SpeechImage("tts/Dockerfile.gpu", "tts/requiremen
 AGENT_DOCKERFILE = "agent/Dockerfile"
 # Where the endpoint's weights come from (deploy/model_dir.py); a directory is given as `model_dir`.
 MODEL_SOURCES = ("auto", "hub", "offline")
-# Where the stacks are applied: AWS through CloudFormation, or the running emulator (deploy/rehearsal.py).
+# Where the stacks are applied: AWS's CloudFormation, or the running emulator's (deploy/local_toolkit.py).
 TARGETS = ("aws", "local")
 DEFAULT_BEDROCK_MODEL_ID = AgentConfig.bedrock_model_id
 # Open sessions one replica keeps gap-free: the autoscaling target (deploy/stacks/endpoint.py). Measured
@@ -95,8 +95,6 @@ class DeployConfig:
     wait_delay_s: float = 30.0
     wait_timeout_s: float = 3600.0
     target: str = "aws"
-    rehearsal_dir: Path = Path.home() / ".cache" / "voice-agent-aws" / "rehearsal"
-    """`--target local`: the local buckets and the record of what the rehearsal made."""
 
     def __post_init__(self) -> None:
         if self.model not in SPEECH_MODELS:
@@ -189,7 +187,6 @@ class DeployConfig:
             "wait_delay_s": _env_number("DEPLOY_WAIT_DELAY_S", cls.wait_delay_s, float),
             "wait_timeout_s": _env_number("DEPLOY_WAIT_TIMEOUT_S", cls.wait_timeout_s, float),
             "target": env.get("DEPLOY_TARGET") or cls.target,
-            "rehearsal_dir": _env_path("DEPLOY_REHEARSAL_DIR") or cls.rehearsal_dir,
         }
         values.update({key: value for key, value in overrides.items() if value is not None})
         if values["outdir"] is None:

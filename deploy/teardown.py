@@ -20,15 +20,19 @@ from deploy.naming import assets_repository
 from deploy.part import Identity, Part
 
 
-def stack_outputs(cloudformation: Any, name: str) -> dict[str, str] | None:
-    """The stack's outputs, or None when no such stack exists."""
+def described_stack(cloudformation: Any, name: str) -> dict[str, Any] | None:
+    """The stack as DescribeStacks answers (StackId, Outputs, ...), or None when no such stack exists."""
     try:
         stacks = cloudformation.describe_stacks(StackName=name)["Stacks"]
     except ClientError as exc:
         if "does not exist" in str(exc):
             return None
         raise
-    return {output["OutputKey"]: output["OutputValue"] for output in stacks[0].get("Outputs", [])}
+    return stacks[0]
+
+
+def outputs_of(stack: dict[str, Any]) -> dict[str, str]:
+    return {output["OutputKey"]: output["OutputValue"] for output in stack.get("Outputs", [])}
 
 
 def delete_stack(cloudformation: Any, name: str, *, delay_s: float, attempts: int) -> None:
@@ -45,6 +49,25 @@ def delete_stack(cloudformation: Any, name: str, *, delay_s: float, attempts: in
         ) from exc
 
 
+def delete_stacks(
+    config: DeployConfig, parts: Sequence[Part], aws: Aws, echo: Callable[[str], None] = print
+) -> dict[str, dict[str, Any]]:
+    """Delete every stack of `parts`, last deployed first; each deleted stack as it was described."""
+    cloudformation = aws.client("cloudformation")
+    deleted: dict[str, dict[str, Any]] = {}
+    for part in reversed(parts):
+        for name in reversed(part.stacks):
+            found = described_stack(cloudformation, name)
+            if found is None:
+                echo(f"{name}: not deployed, nothing to delete")
+                continue
+            deleted[name] = found
+            echo(f"{name}: deleting")
+            delete_stack(cloudformation, name, delay_s=config.wait_delay_s, attempts=config.wait_attempts)
+            echo(f"{name}: deleted")
+    return deleted
+
+
 def destroy(
     config: DeployConfig,
     parts: Sequence[Part],
@@ -53,18 +76,8 @@ def destroy(
     echo: Callable[[str], None] = print,
 ) -> str:
     """Delete every stack of `parts`, last deployed first; returns the notice of what was retained."""
-    cloudformation = aws.client("cloudformation")
-    outputs: dict[str, dict[str, str]] = {}
-    for part in reversed(parts):
-        for name in reversed(part.stacks):
-            found = stack_outputs(cloudformation, name)
-            if found is None:
-                echo(f"{name}: not deployed, nothing to delete")
-                continue
-            outputs[name] = found
-            echo(f"{name}: deleting")
-            delete_stack(cloudformation, name, delay_s=config.wait_delay_s, attempts=config.wait_attempts)
-            echo(f"{name}: deleted")
+    deleted = delete_stacks(config, parts, aws, echo)
+    outputs = {name: outputs_of(stack) for name, stack in deleted.items()}
     return retention_notice(config, parts, identity, outputs)
 
 

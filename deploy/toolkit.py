@@ -2,9 +2,9 @@
 template and applies it, and knows what must hold before it can (`check`) and how to take it down.
 
 Two implementations: `CdkToolkit` (deploy/cdk_toolkit.py: the `cdk` CLI against AWS, CloudFormation's
-teardown) and `LocalToolkit` (deploy/rehearsal.py: the same assembly applied to the emulator). The
-commands choose one, with the clients (`Aws`) that reach it, in one place (`deploy.commands.target`);
-the orchestration sees only this interface.
+teardown) and `LocalToolkit` (deploy/local_toolkit.py: the same assembly given to the emulator's
+CloudFormation, the same teardown). The commands choose one, with the clients (`Aws`) that reach
+it, in one place (`deploy.commands.target`); the orchestration sees only this interface.
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ from deploy.aws import Aws
 from deploy.cdk_toolkit import CdkToolkit
 from deploy.config import DeployConfig
 from deploy.errors import DeployError
+from deploy.local_toolkit import LocalToolkit, emulator_variables
 from deploy.orchestrate import deploy_parts, destroy_parts, status_of
 from deploy.part import Part
-from deploy.rehearsal import LocalToolkit, emulator_variables
 from deploy.status import Status
 from deploy.toolkit import Toolkit
 

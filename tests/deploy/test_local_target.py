@@ -1,6 +1,8 @@
-"""`--target local` without Docker: no emulator is a clear error; an emulator started with `--home` is
-found again; destroy undoes the record newest first, waits until endpoints and runtimes are gone, treats
-what is already gone as deleted, and refuses a record it cannot read with a clear error."""
+"""`--target local` without Docker: no emulator is a clear error; the local toolkit hands each stack's
+template to the emulator's CloudFormation (boto3's `cloudformation` client, an emulator in a thread),
+prints what the emulator noted and the outputs, refuses a stack that exists with a clear error (exit 2)
+and names a failed resource with its reason; destroy deletes the stacks through DeleteStack, as on
+AWS, and says what they kept; an emulator started with `--home` is found again."""
 
 from __future__ import annotations
 
@@ -8,26 +10,27 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
 
 from deploy.aws import Aws
 from deploy.commands import run
 from deploy.config import DeployConfig
+from deploy.local_toolkit import START_HINT, LocalToolkit, RehearsalError
 from deploy.part import Identity
-from deploy.parts import all_parts
-from deploy.rehearsal import START_HINT, LocalToolkit, RehearsalError
-from deploy.template_calls import Call
+from emulator.server import Emulator, emulator_in_thread
+from tests.emulator.support import endpoint, fast_config, manifest, model, variant
 
 REPO = Path(__file__).resolve().parents[2]
 IDENTITY = Identity("123456789012", "us-east-1", "arn:aws:iam::123456789012:user/emulator")
 
 
-def test_without_an_emulator_the_rehearsal_says_how_to_start_one(tmp_path: Path):
-    env = dict(os.environ, EMULATOR_HOME=str(tmp_path / "no-emulator"), DEPLOY_REHEARSAL_DIR=str(tmp_path))
+def test_without_an_emulator_the_local_deploy_says_how_to_start_one(tmp_path: Path):
+    env = dict(os.environ, EMULATOR_HOME=str(tmp_path / "no-emulator"))
     argv = [sys.executable, "-m", "deploy", "status", "--target", "local"]
     result = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
@@ -35,152 +38,79 @@ def test_without_an_emulator_the_rehearsal_says_how_to_start_one(tmp_path: Path)
     assert START_HINT in result.stderr
 
 
-def gone(code: str) -> RehearsalError:
-    error = RehearsalError("gone")
-    error.__cause__ = ClientError({"Error": {"Code": code, "Message": "not found"}}, "Op")
-    return error
+@dataclass(frozen=True)
+class Stacks:
+    """A part as destroy sees it: its stacks, in deploy order."""
+
+    stacks: tuple[str, ...]
 
 
-class Emulator:
-    """Answers the rehearsal's calls: an endpoint and a runtime that are gone after one more read."""
-
-    def __init__(self, local: Any) -> None:
-        self.local = local
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-        self.reads = {"describe_endpoint": 1, "get_agent_runtime": 1}
-
-    def __call__(self, call: Call) -> dict[str, Any]:
-        if call.service == "local":
-            return self.local(call)
-        self.calls.append((call.operation, call.params))
-        if call.operation in self.reads:
-            self.reads[call.operation] -= 1
-            if self.reads[call.operation] < 0:
-                raise gone(
-                    "ValidationException" if call.service == "sagemaker" else "ResourceNotFoundException"
-                )
-        if call.operation == "delete_model":
-            raise gone("ValidationException")  # deleted by hand already
-        return {}
-
-
-def test_destroy_undoes_the_record_newest_first_and_leaves_nothing(tmp_path: Path):
-    config = DeployConfig(
-        rehearsal_dir=tmp_path / "rh", docker_command="false", wait_delay_s=0.01, target="local"
-    )
-    bucket = config.rehearsal_dir / "buckets" / "b"
-    bucket.mkdir(parents=True)
-
-    def undo(service: str, operation: str, **params: Any) -> dict[str, Any]:
-        return {"service": service, "operation": operation, "params": params}
-
-    record = {
-        "exports": {},
-        "stacks": {
-            "KokoroSpeech-kokoro-82m-ModelCache": {
-                "images": [],
-                "undo": [undo("local", "remove_directory", path=str(bucket))],
-            },
-            "KokoroSpeech-kokoro-82m-Endpoint": {
-                "images": ["voice-agent-aws-rehearsal/tts-gpu:1"],
-                "undo": [
-                    undo("sagemaker", "delete_model", ModelName="m"),
-                    undo("sagemaker", "delete_endpoint_config", EndpointConfigName="c"),
-                    undo("sagemaker", "delete_endpoint", EndpointName="kokoro-82m"),
-                ],
-            },
-            "VoiceAgent-Runtime": {
-                "images": ["voice-agent-aws-rehearsal/agent:1"],
-                "undo": [
-                    undo("bedrock-agentcore-control", "delete_agent_runtime", agentRuntimeId="r"),
-                    undo(
-                        "bedrock-agentcore-control",
-                        "delete_agent_runtime_endpoint",
-                        agentRuntimeId="r",
-                        endpointName="live",
-                    ),
-                ],
-            },
-        },
+def stack_template(resource_id: str) -> dict[str, Any]:
+    target = {
+        "ServiceNamespace": "sagemaker",
+        "ResourceId": resource_id,
+        "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+        "MinCapacity": 1,
+        "MaxCapacity": 2,
     }
-    config.rehearsal_dir.mkdir(exist_ok=True)
-    (config.rehearsal_dir / "rehearsal.json").write_text(json.dumps(record))
-    lines: list[str] = []
-    toolkit = LocalToolkit(config, Aws(), echo=lambda line: None)
-    emulator = Emulator(toolkit.call)
-    toolkit.call = emulator  # type: ignore[method-assign]
-
-    notice = toolkit.destroy(all_parts(config), toolkit.aws, IDENTITY, lines.append)
-
-    assert [operation for operation, _ in emulator.calls] == [
-        "delete_agent_runtime_endpoint",
-        "delete_agent_runtime",
-        "get_agent_runtime",
-        "get_agent_runtime",
-        "delete_endpoint",
-        "describe_endpoint",
-        "describe_endpoint",
-        "delete_endpoint_config",
-        "delete_model",
-    ]
-    assert not bucket.exists()
-    assert notice.startswith("rehearsal: nothing left")
-    assert not (config.rehearsal_dir / "rehearsal.json").exists()
-    assert lines[0] == "VoiceAgent-Runtime: deleting 2 resource(s) and 1 image tag(s)"
+    return {
+        "Resources": {
+            "Cache": {"Type": "AWS::S3::Bucket", "DeletionPolicy": "Retain"},
+            "Target": {"Type": "AWS::ApplicationAutoScaling::ScalableTarget", "Properties": target},
+            "Topic": {"Type": "AWS::SNS::Topic"},
+        },
+        "Outputs": {"BucketName": {"Value": {"Ref": "Cache"}}},
+    }
 
 
-def test_a_stack_already_rehearsed_is_refused_until_destroyed(tmp_path: Path):
-    config = DeployConfig(rehearsal_dir=tmp_path, target="local")
-    (tmp_path / "rehearsal.json").write_text(json.dumps({"exports": {}, "stacks": {"VoiceAgent-Base": {}}}))
-    toolkit = LocalToolkit(config, None, echo=lambda line: None)  # type: ignore[arg-type]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            "deploy.rehearsal.require_identity", lambda aws: type("I", (), {"account": "1", "region": "r"})
-        )
-        with pytest.raises(
-            RehearsalError, match="VoiceAgent-Base is already rehearsed; `destroy --target local` first"
-        ):
-            toolkit.deploy(["VoiceAgent-Base"])
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    resources = [model("echo", "echo:latest"), *endpoint("echo", [variant("AllTraffic", "echo")])]
+    with emulator_in_thread(fast_config(tmp_path_factory.mktemp("emulator")), manifest(resources)) as running:
+        yield running
 
 
-@pytest.mark.parametrize(
-    ("content", "says"),
-    [
-        ("{garbage", "cannot be read"),
-        ('{"stacks": []}', "is not a record of stacks"),
-        ('{"stacks": {"VoiceAgent-Runtime": {"undo": [{"service": "sagemaker"}]}}}', "is not a record"),
-        ('["stacks"]', "is not a record of stacks"),
-    ],
-)
-def test_a_record_that_cannot_be_read_is_a_clear_error_and_is_kept(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, says: str
+@pytest.mark.integration
+def test_the_local_toolkit_creates_reports_refuses_and_destroys_through_cloudformation(
+    emu: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):
-    """Issue 33 item 10: a corrupt record was a traceback (JSONDecodeError, AttributeError, KeyError);
-    now it is one `error:` line and exit 2, and the record stays for the user to look at."""
-    config = DeployConfig(rehearsal_dir=tmp_path, target="local")
-    (tmp_path / "rehearsal.json").write_text(content)
-    toolkit = LocalToolkit(config, Aws(), echo=lambda line: None)
-    assert run(lambda: len(toolkit.destroy(all_parts(config), toolkit.aws, IDENTITY, print))) == 2
-    error = capsys.readouterr().err
-    assert error.startswith(f"error: the rehearsal record {tmp_path / 'rehearsal.json'}") and says in error
-    assert (tmp_path / "rehearsal.json").read_text() == content
-
-
-def test_a_rehearsal_directory_that_is_a_file_is_a_clear_error(tmp_path: Path):
-    config = DeployConfig(rehearsal_dir=tmp_path / "file", target="local")
-    config.rehearsal_dir.write_text("not a directory")
-    with pytest.raises(RehearsalError, match="is a file"):
-        LocalToolkit(config, Aws(), echo=lambda line: None).load()
-
-
-def test_destroy_of_stacks_the_record_does_not_hold_deletes_nothing(tmp_path: Path):
-    config = DeployConfig(rehearsal_dir=tmp_path, target="local")
-    toolkit = LocalToolkit(config, Aws(), echo=lambda line: None)
-    lines: list[str] = []
-    assert toolkit.destroy(all_parts(config), toolkit.aws, IDENTITY, lines.append).startswith(
-        "rehearsal: nothing left"
+    config = DeployConfig(outdir=tmp_path, wait_delay_s=0.2, wait_timeout_s=30, target="local")
+    (tmp_path / "Speech.template.json").write_text(
+        json.dumps(stack_template("endpoint/echo/variant/AllTraffic"))
     )
-    assert lines == []
+    (tmp_path / "Broken.template.json").write_text(
+        json.dumps(stack_template("endpoint/nope/variant/AllTraffic"))
+    )
+    aws = Aws.from_variables(emu.env)
+    lines: list[str] = []
+    toolkit = LocalToolkit(config, aws, echo=lines.append)
+
+    toolkit.deploy(["Speech"])
+    assert "Speech: Topic CREATE_COMPLETE: recorded: SNS is not emulated locally" in lines
+    assert any(line.startswith("Speech: Target CREATE_COMPLETE: recorded, not applied") for line in lines)
+    assert "Speech: output BucketName = speech-cache" in lines
+    assert run(lambda: toolkit.deploy(["Speech"]) or 0) == 2  # issue 33 item 10: a clear error, exit 2
+    assert capsys.readouterr().err == (
+        "error: Speech already exists on the emulator; `destroy --target local` first\n"
+    )
+
+    with pytest.raises(
+        RehearsalError, match=r"Broken was not created \(Target: ValidationException: Endpoint nope"
+    ):
+        toolkit.deploy(["Broken"])
+
+    parts: Any = [Stacks(("Speech",)), Stacks(("Broken",))]
+    notice = toolkit.destroy(parts, aws, IDENTITY, lines.append)
+    assert "Broken: deleted" in lines and "Speech: deleted" in lines
+    assert notice.splitlines()[1:] == [  # the rollback of Broken kept its retained bucket too, as AWS does
+        "- Broken: Cache (AWS::S3::Bucket broken-cache)",
+        "- Speech: Cache (AWS::S3::Bucket speech-cache)",
+    ]
+    cloudformation = aws.client("cloudformation")
+    assert cloudformation.describe_stacks()["Stacks"] == []
+    assert (emu.config.home_dir / "buckets" / "speech-cache").is_dir()  # DeletionPolicy Retain, as on AWS
+    assert toolkit.destroy(parts[:1], aws, IDENTITY, lines.append).startswith("emulator: nothing left")
+    assert lines[-1] == "Speech: not deployed, nothing to delete"
 
 
 @pytest.mark.integration
@@ -190,7 +120,7 @@ def test_an_emulator_started_with_home_is_found_by_the_deploy_after_eval_of_its_
     EMULATOR_HOME alone when only that is kept."""
     home = tmp_path / "H"
     base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "EMULATOR_", "DEPLOY_"))}
-    base |= {"EMULATOR_HOME": str(tmp_path / "default-home"), "DEPLOY_REHEARSAL_DIR": str(tmp_path / "rh")}
+    base |= {"EMULATOR_HOME": str(tmp_path / "default-home")}
 
     def cli(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

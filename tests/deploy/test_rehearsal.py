@@ -1,7 +1,8 @@
-"""`python -m deploy aws --target local` end to end: the synthesized stacks applied to an emulator started
-with no resources (compose/empty.yaml), the GPU image built from the asset manifest and served on the
-CPU, then `agent-infra demo` against the rehearsed runtime's ARN, then destroy, which leaves no
-container, image tag or record behind."""
+"""`python -m deploy aws --target local` end to end: the synthesized stacks given to the CloudFormation of
+an emulator started with no resources (compose/empty.yaml), which builds the GPU image from the asset
+manifest and serves it on the CPU, then `tools.demo` against the runtime's ARN (the stack's output),
+then destroy through DeleteStack, which leaves no stack, container or image tag behind (the model
+cache bucket is kept, as its DeletionPolicy says)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import docker
 import pytest
 
+from deploy.aws import Aws
 from emulator.controller.runtimes.docker import OWNER_HOME
 
 pytest.importorskip("aws_cdk", reason="aws-cdk-lib is the `cdk` extra")
@@ -27,10 +29,8 @@ PYTHON = sys.executable
 
 @pytest.fixture
 def emulator_home(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """An empty docker emulator on free ports; the environment that finds it (and the rehearsal dir)."""
-    env = dict(
-        os.environ, EMULATOR_HOME=str(tmp_path / "emulator"), DEPLOY_REHEARSAL_DIR=str(tmp_path / "rh")
-    )
+    """An empty docker emulator on free ports; the environment that finds it."""
+    env = dict(os.environ, EMULATOR_HOME=str(tmp_path / "emulator"))
     up = [PYTHON, "-m", "emulator", "up", "--runtime", "docker", "--detach", "-f", "compose/empty.yaml"]
     subprocess.run([*up, "--http-port", "0", "--h2-port", "0"], cwd=REPO, env=env, check=True, timeout=600)
     try:
@@ -65,9 +65,9 @@ def test_rehearsal_deploys_speaks_and_destroys(
         timeout=1800,
     )  # fmt: skip
     assert aws.returncode == 0, aws.stderr
-    assert "the rehearsal builds and runs a linux/amd64 build of agent/Dockerfile instead" in aws.stdout
+    assert "the image of agent/Dockerfile is linux/arm64 on AWS; the emulator builds and runs" in aws.stdout
     assert "not honoured by the emulator: InferenceAmiVersion" in aws.stdout
-    assert "ScalableTarget: recorded, not applied" in aws.stdout
+    assert "recorded, not applied (the emulator runs the variant's InitialInstanceCount" in aws.stdout
 
     status = run([*deploy, "status", "--target", "local"], env, timeout=120)
     assert status.returncode == 0, status.stdout + status.stderr
@@ -81,10 +81,12 @@ def test_rehearsal_deploys_speaks_and_destroys(
     logs = run([PYTHON, "-m", "emulator", "logs", "-n", "400"], env, timeout=60)
     assert "TTS_PROVIDER=cuda is overridden to cpu" in logs.stdout
 
-    record = json.loads((Path(env["DEPLOY_REHEARSAL_DIR"]) / "rehearsal.json").read_text())
-    arn = record["stacks"]["VoiceAgent-Runtime"]["outputs"]["RuntimeArn"]
-    images = [tag for stack in record["stacks"].values() for tag in stack["images"]]
     emulator_env = json.loads(run([PYTHON, "-m", "emulator", "env", "--json"], env, timeout=60).stdout)
+    cloudformation = Aws.from_variables(emulator_env).client("cloudformation")
+    (runtime,) = cloudformation.describe_stacks(StackName="VoiceAgent-Runtime")["Stacks"]
+    arn = {o["OutputKey"]: o["OutputValue"] for o in runtime["Outputs"]}["RuntimeArn"]
+    images = [line.rsplit(" is ", 1)[1] for line in aws.stdout.splitlines() if ": image asset " in line]
+    assert len(images) == 2, aws.stdout
     demo = run(
         [PYTHON, "-m", "tools.demo", "--endpoint-url", arn, "--runs", "1", "--json"],
         env | emulator_env,
@@ -96,11 +98,11 @@ def test_rehearsal_deploys_speaks_and_destroys(
 
     destroy = run([*deploy, "destroy", "--target", "local"], env, timeout=600)
     assert destroy.returncode == 0, destroy.stderr
-    assert "nothing left" in destroy.stdout
+    assert "kept on purpose (DeletionPolicy: Retain" in destroy.stdout and "ModelBucket" in destroy.stdout
     client = docker.from_env()
     left = client.containers.list(
         all=True, filters={"label": f"{OWNER_HOME}={Path(env['EMULATOR_HOME']).resolve()}"}
     )
     assert left == []
     assert [tag for tag in images if client.images.list(name=tag)] == []
-    assert not (Path(env["DEPLOY_REHEARSAL_DIR"]) / "rehearsal.json").exists()
+    assert cloudformation.describe_stacks()["Stacks"] == []

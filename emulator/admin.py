@@ -105,7 +105,8 @@ def scaling_status(target: ScalableTarget) -> dict[str, Any]:
     """A recorded scalable target and its policies (the emulator does not apply them)."""
     policies = []
     for policy in target.policies.values():
-        metric = policy.configuration.get("PredefinedMetricSpecification") or {}
+        metric = policy.configuration.get("PredefinedMetricSpecification")
+        metric = metric if isinstance(metric, dict) else {}
         policies.append(
             {
                 "name": policy.name,

@@ -135,7 +135,13 @@ def create_app(services: Services) -> Quart:
         **autoscaling_routes.json_targets(services.autoscaling),
     }
     blueprints = [
-        aws_json_blueprint(json_targets),
+        aws_json_blueprint(
+            json_targets,
+            models={
+                sagemaker_routes.TARGET_PREFIX: sagemaker_routes.SERVICE_MODEL,
+                autoscaling_routes.TARGET_PREFIX: autoscaling_routes.SERVICE_MODEL,
+            },
+        ),
         *sagemaker_routes.blueprints(services.config, services.router, services.runtime, services.http),
         *bedrock_routes.blueprints(services.config, services.bedrock_requests, preload=services.preload_llm),
         *agentcore_routes.blueprints(services.config, services.agent_runtimes, services.http),

@@ -144,6 +144,10 @@ class EmulatorConfig:
     """Access key id -> secret; when non-empty every AWS request must carry a valid SigV4 signature."""
 
     # Bedrock (emulator/services/bedrock/, its reply models in emulator/llm/)
+    bedrock_model_ids: tuple[str, ...] = ()
+    """Model IDs (or ARNs) Bedrock answers beyond its table of known ones
+    (emulator/services/bedrock/shapes.py): `EMULATOR_BEDROCK_MODEL_IDS=acme.model-v1:0,...`; a
+    foundation-model ID brings its inference profiles (`us.`, `global.`) along."""
     llm_backend: str = "smollm2"
     """`smollm2` (a real local model, emulator/llm/smollm/) or `script` (the deterministic paced
     script); a set `llm_openai_base_url` selects the OpenAI-compatible server instead."""
@@ -223,6 +227,8 @@ def _parse(name: str, raw: str) -> Any:
         return None if raw.lower() in {"none", "absent"} else raw
     if name == "rechunk":
         return parse_rechunk(raw)
+    if name == "bedrock_model_ids":
+        return tuple(item.strip() for item in raw.split(",") if item.strip())
     if name == "sigv4_keys":
         return parse_keys(raw)
     if name == "images":

@@ -22,7 +22,14 @@ def _age(seconds: float | None) -> str:
     return f"{seconds}s"
 
 
+def printable(text: str) -> str:
+    """`text` as one line of visible characters: a control character (a terminal escape, a newline in
+    a name a client chose) is shown escaped, so no stored value can clear the screen or forge a row."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 def _table(rows: list[list[str]]) -> str:
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
@@ -120,7 +127,7 @@ def format_status(status: dict[str, Any]) -> str:
     if len(stacks) > 1:
         out += ["", _table(stacks)]
     failures = [
-        f"  {item['name']}: {item['failure_reason']}"
+        printable(f"  {item['name']}: {item['failure_reason']}")
         for item in [*status["endpoints"], *status.get("agent_runtimes", [])]
         if item.get("failure_reason")
     ]

@@ -3,7 +3,8 @@ plane, Application Auto Scaling): `POST /` with the operation in `X-Amz-Target: 
 a JSON object in and out, errors with `__type` (emulator.wire.awserrors.json_protocol_error).
 
 A service is its operations as plain methods (dict in, dict out), so that the YAML manifests and the
-tests go through exactly the code boto3 reaches."""
+tests go through exactly the code boto3 reaches. Every request is checked against the service's
+botocore model first (emulator.wire.validation), so an operation sees only what AWS lets through."""
 
 from __future__ import annotations
 
@@ -14,13 +15,20 @@ from typing import Any
 from quart import Blueprint, Response, request
 
 from emulator.wire.awserrors import AwsError, json_protocol_error, render_errors, request_id
+from emulator.wire.validation import RequestValidator, ServiceModel
 
 Operation = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def aws_json_blueprint(services: Mapping[str, Mapping[str, Operation]]) -> Blueprint:
-    """`POST /` for every service in `services` (target prefix -> operation name -> operation)."""
+def aws_json_blueprint(
+    services: Mapping[str, Mapping[str, Operation]],
+    models: Mapping[str, ServiceModel | str] | None = None,
+) -> Blueprint:
+    """`POST /` for every service in `services` (target prefix -> operation name -> operation), each
+    request checked against the botocore model `models` names for its prefix (`SageMaker` ->
+    `sagemaker`)."""
     bp = Blueprint("aws_json", __name__)
+    validator = RequestValidator(models or {})
     render_errors(bp, json_protocol_error)
 
     @bp.post("/")
@@ -39,6 +47,7 @@ def aws_json_blueprint(services: Mapping[str, Mapping[str, Operation]]) -> Bluep
                 raise AwsError("SerializationException", f"request body is not JSON: {exc}") from exc
             if not isinstance(body, dict):
                 raise AwsError("SerializationException", "request body must be a JSON object")
+            validator.check(prefix, operation, body)
             result = handler(body)
         except AwsError as err:
             return json_protocol_error(err)

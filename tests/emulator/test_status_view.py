@@ -79,3 +79,25 @@ def test_status_shows_each_replicas_load_and_saturation() -> None:
     assert "4/3 SATURATED" in rows["tts-a"]
     assert "2/3" in rows["tts-b"] and "SATURATED" not in rows["tts-b"]
     assert "SATURATED" not in rows["tts-c"]
+
+
+def test_status_shows_a_stored_name_with_control_characters_escaped_on_one_line() -> None:
+    from emulator.status_view import format_status
+
+    info = {"pid": 1, "http_url": "u", "h2_url": "h", "runtime": "process"}
+    forged = "p\x1b[2J\x1b[H\nFORGED  row"
+    target = {"resource": "endpoint/e/variant/v", "min": 1, "max": 2}
+    target["policies"] = [{"name": forged, "metric": "m", "target": 3.0}]
+    failing = {
+        "name": "e",
+        "status": "Failed",
+        "config": "c",
+        "variants": [],
+        "created": None,
+        "replicas": [],
+    }
+    failing["failure_reason"] = "bad\x1b]0;title\x07"
+    out = format_status({"emulator": info, "endpoints": [failing], "events": [], "autoscaling": [target]})
+    assert "\x1b" not in out and "\x07" not in out
+    assert not any(line.startswith("FORGED") for line in out.splitlines())
+    assert "p\\x1b[2J\\x1b[H\\nFORGED  row" in out

@@ -146,6 +146,10 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+BEDROCK_MODEL_ID = "global.anthropic.claude-sonnet-4-6"
+"""A model ID Bedrock knows (the agent's default), for the requests that must reach the model."""
+
+
 def converse_body(text: str = "Hi") -> bytes:
     return json.dumps({"messages": [{"role": "user", "content": [{"text": text}]}]}).encode()
 

@@ -17,6 +17,7 @@ from quart import Quart
 
 from emulator.llm.base import ConverseRequest, ReplyModelError
 from emulator.services.bedrock.runtime import runtime_blueprint
+from tests.reliability.emulator_support import BEDROCK_MODEL_ID
 
 pytestmark = pytest.mark.reliability
 
@@ -40,7 +41,9 @@ class EncodingModel:
 
 def app_with(model: EncodingModel) -> Quart:
     app = Quart(__name__)
-    app.register_blueprint(runtime_blueprint(SimpleNamespace(llm_backend="script"), model))
+    app.register_blueprint(
+        runtime_blueprint(SimpleNamespace(llm_backend="script", bedrock_model_ids=()), model)
+    )
     return app
 
 
@@ -64,7 +67,7 @@ async def test_a_lone_surrogate_is_a_validation_exception_before_the_model(
     operation: str, body: bytes
 ) -> None:
     model = EncodingModel()
-    response = await app_with(model).test_client().post(f"/model/m/{operation}", data=body)
+    response = await app_with(model).test_client().post(f"/model/{BEDROCK_MODEL_ID}/{operation}", data=body)
     assert response.status_code == 400, await response.get_data()
     assert response.headers["x-amzn-errortype"] == "ValidationException"
     assert "not valid Unicode" in (await response.get_json())["message"]
@@ -76,7 +79,7 @@ async def test_a_surrogate_pair_is_valid_text(operation: str) -> None:
     """The escape of an emoji (a high and a low half together) is ordinary text, not an error."""
     model = EncodingModel()
     body = b'{"messages": [{"role": "user", "content": [{"text": "Nice \\ud83d\\ude00"}]}]}'
-    response = await app_with(model).test_client().post(f"/model/m/{operation}", data=body)
+    response = await app_with(model).test_client().post(f"/model/{BEDROCK_MODEL_ID}/{operation}", data=body)
     assert response.status_code == 200
     assert b"ok" in await response.get_data()
     assert model.calls == 1

@@ -23,6 +23,7 @@ from tests.emulator.support import (
     part,
 )
 from tests.reliability.emulator_support import (
+    BEDROCK_MODEL_ID,
     BIDI_PATH,
     converse_body,
     echo_emulator,
@@ -200,23 +201,23 @@ REQUEST_CASES = {
         400,
         "ValidationException",
     ),
-    "Converse, body not JSON": ("/model/m/converse", {}, b"{", 400, "ValidationException"),
+    "Converse, body not JSON": (f"/model/{BEDROCK_MODEL_ID}/converse", {}, b"{", 400, "ValidationException"),
     "Converse, 100 000-deep JSON": (
-        "/model/m/converse",
+        f"/model/{BEDROCK_MODEL_ID}/converse",
         {},
         b"[" * 100_000 + b"]" * 100_000,
         400,
         "ValidationException",
     ),
     "Converse, 5 000-digit integer": (
-        "/model/m/converse",
+        f"/model/{BEDROCK_MODEL_ID}/converse",
         {},
         b'{"messages": [], "inferenceConfig": {"maxTokens": ' + b"9" * 5000 + b"}}",
         400,
         "ValidationException",
     ),
     "Converse, lone surrogate": (
-        "/model/m/converse",
+        f"/model/{BEDROCK_MODEL_ID}/converse",
         {},
         b'{"messages": [{"role": "user", "content": [{"text": "\\ud800"}]}], '
         b'"inferenceConfig": {"maxTokens": 0}}',
@@ -224,14 +225,14 @@ REQUEST_CASES = {
         "ValidationException",
     ),
     "ConverseStream, no messages": (
-        "/model/m/converse-stream",
+        f"/model/{BEDROCK_MODEL_ID}/converse-stream",
         {},
         b'{"messages": []}',
         400,
         "ValidationException",
     ),
     "ConverseStream, invalid UTF-8": (
-        "/model/m/converse-stream",
+        f"/model/{BEDROCK_MODEL_ID}/converse-stream",
         {},
         b"\xff\xfe",
         400,
@@ -254,5 +255,5 @@ async def test_bad_requests_get_typed_errors(emu: Emulator, case: str) -> None:
 
 def test_bedrock_still_answers_after_the_battery(emu: Emulator) -> None:
     client = boto_client(emu, "bedrock-runtime")
-    answer = client.converse(modelId="m", messages=json.loads(converse_body())["messages"])
+    answer = client.converse(modelId=BEDROCK_MODEL_ID, messages=json.loads(converse_body())["messages"])
     assert answer["output"]["message"]["content"][0]["text"]

@@ -28,6 +28,7 @@ from tests.emulator.support import (
     part,
 )
 from tests.reliability.emulator_support import (
+    BEDROCK_MODEL_ID,
     BIDI_PATH,
     STREAMING_HEADERS,
     converse_body,
@@ -81,10 +82,16 @@ ROUTES = {
         b"hello",
     ),
     "Converse": Route(
-        "/model/emulated/converse", "bedrock", {"Content-Type": "application/json"}, converse_body()
+        f"/model/{BEDROCK_MODEL_ID}/converse",
+        "bedrock",
+        {"Content-Type": "application/json"},
+        converse_body(),
     ),
     "ConverseStream": Route(
-        "/model/emulated/converse-stream", "bedrock", {"Content-Type": "application/json"}, converse_body()
+        f"/model/{BEDROCK_MODEL_ID}/converse-stream",
+        "bedrock",
+        {"Content-Type": "application/json"},
+        converse_body(),
     ),
     "bidirectional stream": Route(
         BIDI_PATH.format(name="echo"),
@@ -190,12 +197,12 @@ def test_bedrock_refuses_bad_signatures_through_boto3(emu: Emulator) -> None:
         messages = [{"role": "user", "content": [{"text": "Hi"}]}]
         for call in (client.converse, client.converse_stream):
             with pytest.raises(botocore.exceptions.ClientError) as caught:
-                call(modelId="emulated", messages=messages)
+                call(modelId=BEDROCK_MODEL_ID, messages=messages)
             say(f"boto3 bedrock-runtime {call.__name__} key={key}", caught.value.response["Error"]["Code"])
             assert caught.value.response["Error"]["Code"] == code
             assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
     ok = boto_client(emu, "bedrock-runtime").converse(
-        modelId="emulated", messages=[{"role": "user", "content": [{"text": "Hi"}]}]
+        modelId=BEDROCK_MODEL_ID, messages=[{"role": "user", "content": [{"text": "Hi"}]}]
     )
     assert ok["output"]["message"]["content"][0]["text"]
 

@@ -21,7 +21,8 @@ from emulator.services.autoscaling.shapes import (
     POLICY_CONFIGURATION,
     VARIANT_RESOURCE,
     capacity,
-    is_number,
+    paging,
+    policy_configuration,
     service_namespace,
     strings,
     target_key,
@@ -82,6 +83,7 @@ class AutoScaling:
 
     def DescribeScalableTargets(self, body: dict[str, Any]) -> dict[str, Any]:
         namespace = service_namespace(body)
+        paging("DescribeScalableTargets", body)
         ids = strings(body, "ResourceIds")
         dimension = body.get("ScalableDimension")
         return {
@@ -120,8 +122,7 @@ class AutoScaling:
         configuration = body.get(member)
         if not isinstance(configuration, dict):
             raise validation(f"{member} is required for a {policy_type} policy.")
-        if policy_type == "TargetTrackingScaling" and not is_number(configuration.get("TargetValue")):
-            raise validation("TargetTrackingScalingPolicyConfiguration.TargetValue must be a number.")
+        policy_configuration(policy_type, configuration)
         existing = target.policies.get(name)
         policy_arn = (
             existing.arn
@@ -137,6 +138,7 @@ class AutoScaling:
 
     def DescribeScalingPolicies(self, body: dict[str, Any]) -> dict[str, Any]:
         namespace = service_namespace(body)
+        paging("DescribeScalingPolicies", body)
         names = strings(body, "PolicyNames")
         resource, dimension = body.get("ResourceId"), body.get("ScalableDimension")
         return {

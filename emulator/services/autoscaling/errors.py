@@ -14,6 +14,10 @@ def not_found(message: str) -> AwsError:
     return AwsError("ObjectNotFoundException", message)
 
 
+def invalid_next_token() -> AwsError:
+    return AwsError("InvalidNextTokenException", "The next token supplied was invalid.")
+
+
 def no_target(key: tuple[str, str, str]) -> str:
     return (
         f"No scalable target registered for service namespace: {key[0]}, resource ID: {key[1]}, "

@@ -7,8 +7,10 @@ from collections.abc import Mapping
 
 from emulator.services.autoscaling.control import AutoScaling
 from emulator.wire.awsjson import Operation
+from emulator.wire.validation import ServiceModel
 
 TARGET_PREFIX = "AnyScaleFrontendService"
+SERVICE_MODEL = ServiceModel("application-autoscaling")
 
 
 def json_targets(control: AutoScaling) -> dict[str, Mapping[str, Operation]]:

@@ -1,5 +1,6 @@
 """Bedrock Runtime's errors: restJson1 with the code in `x-amzn-errortype` and a lower-case `message`;
-a malformed request is 400 `ValidationException`, a failing model 424 `ModelErrorException` (with the
+a malformed request or an unknown model ID is 400 `ValidationException`, an ARN that names no model
+404 `ResourceNotFoundException`, a failing model 424 `ModelErrorException` (with the
 model server's `originalStatusCode` when it answered one), an unexpected fault 500
 `InternalServerException`."""
 
@@ -17,6 +18,10 @@ def bedrock_error(error: AwsError) -> Response:
 
 def invalid(message: str) -> AwsError:
     return AwsError("ValidationException", message, 400)
+
+
+def not_found(message: str) -> AwsError:
+    return AwsError("ResourceNotFoundException", message, 404)
 
 
 def model_error(exc: ReplyModelError) -> AwsError:

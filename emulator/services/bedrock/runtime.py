@@ -3,7 +3,8 @@
 `POST /model/{modelId}/converse-stream` answers `application/vnd.amazon.eventstream`, one event per
 text delta as soon as the reply model (emulator.llm) produces it: messageStart,
 contentBlockDelta..., contentBlockStop, messageStop, metadata. `POST /model/{modelId}/converse` answers
-the whole reply as Bedrock's JSON. Any model id is accepted; the model is the one the emulator config names.
+the whole reply as Bedrock's JSON. The model ID must be one Bedrock knows (shapes.KnownModels, which
+`EMULATOR_BEDROCK_MODEL_IDS` extends); every known ID is answered by the one model the config names.
 
 Errors are the shared AWS envelope (emulator.wire.awserrors, restJson1 with Bedrock's lowercase
 `message`), typed the way boto3 expects: a malformed request is HTTP 400 with `x-amzn-errortype:
@@ -33,7 +34,7 @@ from emulator.llm import reply_model_from_config
 from emulator.llm.base import ConverseRequest, PromptTooLong, ReplyModel, ReplyModelError, tokenize
 from emulator.services.bedrock.errors import bedrock_error, internal_error, invalid, model_error
 from emulator.services.bedrock.request_log import RequestLog
-from emulator.services.bedrock.shapes import parse_converse_request
+from emulator.services.bedrock.shapes import KnownModels, parse_converse_request
 from emulator.wire import eventstream
 from emulator.wire.awserrors import render_errors, request_id
 
@@ -93,7 +94,8 @@ def runtime_blueprint(
     preload: bool = True,
     requests: RequestLog | None = None,
 ) -> Blueprint:
-    """Routes for Bedrock Runtime; `config` needs the `llm_*` fields of `EmulatorConfig`.
+    """Routes for Bedrock Runtime; `config` needs the `llm_*` and `bedrock_model_ids` fields of
+    `EmulatorConfig`.
 
     `model` overrides the one the config names (any `ReplyModel`). `preload`: a local model starts
     loading when the server starts (about 1 GB and tens of seconds), rather than on the first request;
@@ -104,6 +106,7 @@ def runtime_blueprint(
     blueprint = Blueprint("bedrock", __name__)
     render_errors(blueprint, bedrock_error)
     log = requests if requests is not None else RequestLog()
+    models = KnownModels(tuple(config.bedrock_model_ids))
     warm = getattr(model, "warm", None)
 
     if preload and callable(warm):
@@ -114,7 +117,7 @@ def runtime_blueprint(
 
     @blueprint.post("/model/<path:model_id>/converse-stream")
     async def converse_stream(model_id: str) -> Response:
-        parsed = parse_converse_request(model_id, await request.get_data())
+        parsed = parse_converse_request(model_id, await request.get_data(), models)
         generation = _Generation(model, parsed)
         events = log.follow(
             log.start(parsed), _stream_events(generation, parsed), lambda: generation.output_tokens
@@ -126,7 +129,7 @@ def runtime_blueprint(
 
     @blueprint.post("/model/<path:model_id>/converse")
     async def converse(model_id: str) -> Response:
-        parsed = parse_converse_request(model_id, await request.get_data())
+        parsed = parse_converse_request(model_id, await request.get_data(), models)
         loop = asyncio.get_running_loop()
         started = loop.time()
         generation = _Generation(model, parsed)

@@ -17,8 +17,14 @@ from emulator.services.sagemaker.bidirectional import bidirectional_blueprint
 from emulator.services.sagemaker.control import ControlPlane
 from emulator.services.sagemaker.runtime import runtime_blueprint
 from emulator.wire.awsjson import Operation
+from emulator.wire.validation import ServiceModel
 
 TARGET_PREFIX = "SageMaker"
+LOCAL_PATH = r"(?![a-zA-Z][a-zA-Z0-9+.-]*://).+|file://.+"
+"""Model data as a local directory, a `.tar.gz` or a `file://` URL (emulator/controller/modeldata.py:
+S3 cannot be reached), besides the model's `(https|s3)://...`."""
+SERVICE_MODEL = ServiceModel("sagemaker", widened={"Url": LOCAL_PATH, "S3ModelUri": LOCAL_PATH})
+"""botocore's model checks every control-plane request (emulator.wire.validation), model data widened."""
 
 
 def json_targets(control: ControlPlane) -> dict[str, Mapping[str, Operation]]:

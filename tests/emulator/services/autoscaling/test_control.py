@@ -4,9 +4,11 @@ variant's scalable target and target-tracking policy are validated, kept, descri
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import botocore.exceptions
+import httpx
 import pytest
 
 from emulator.server import Emulator, emulator_in_thread
@@ -120,3 +122,109 @@ def test_what_the_service_refuses_is_refused_with_its_error(scaling):
     assert error_code(delete, **TARGET, PolicyName="nope") == "ObjectNotFoundException"
     scaling.deregister_scalable_target(**TARGET)
     assert error_code(scaling.deregister_scalable_target, **TARGET) == "ObjectNotFoundException"
+
+
+def _tracking(**configuration: object) -> dict:
+    return {**POLICY, "TargetTrackingScalingPolicyConfiguration": configuration}
+
+
+def _custom_metric(name: str) -> dict:
+    return _tracking(
+        TargetValue=3.0,
+        CustomizedMetricSpecification={
+            "MetricName": name,
+            "Namespace": "AWS/SageMaker",
+            "Statistic": "Average",
+        },
+    )
+
+
+NAMESPACE = {"ServiceNamespace": "sagemaker"}
+HOSTILE = {
+    # What boto3 would refuse before sending, sent anyway: the model's types, checked in the wire.
+    "ResourceId an object": ("describe_scaling_policies", {**TARGET, "ResourceId": {"a": 1}}),
+    "ScalableDimension a list": ("describe_scalable_targets", {**NAMESPACE, "ScalableDimension": ["x"]}),
+    "PredefinedMetricSpecification a string": (
+        "put_scaling_policy",
+        _tracking(TargetValue=3.0, PredefinedMetricSpecification="x"),
+    ),
+    "PredefinedMetricSpecification a list": (
+        "put_scaling_policy",
+        _tracking(TargetValue=3.0, PredefinedMetricSpecification=[1, 2]),
+    ),
+    "TargetValue a string": ("put_scaling_policy", _tracking(TargetValue="3")),
+    # The model's constraints: its pattern for names, its enums, required members.
+    "PolicyName with terminal escapes": (
+        "put_scaling_policy",
+        {**POLICY, "PolicyName": "\x1b[2J\x1b[Hforged row\n"},
+    ),
+    "PolicyType not one of its enum": ("put_scaling_policy", {**POLICY, "PolicyType": "Magic"}),
+    "NextToken not text": ("describe_scaling_policies", {**TARGET, "NextToken": "\x00\x01"}),
+    "TargetValue missing": ("put_scaling_policy", _tracking(DisableScaleIn=True)),
+    # What the service requires beyond its model (its API reference).
+    "TargetValue -5": (
+        "put_scaling_policy",
+        _tracking(
+            TargetValue=-5.0,
+            PredefinedMetricSpecification={"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"},
+        ),
+    ),
+    "an empty StepScaling configuration": (
+        "put_scaling_policy",
+        {**TARGET, "PolicyName": "steps", "PolicyType": "StepScaling", "StepScalingPolicyConfiguration": {}},
+    ),
+    "a 256-character MetricName": ("put_scaling_policy", _custom_metric("m" * 256)),
+    "MaxResults 0": ("describe_scalable_targets", {**NAMESPACE, "MaxResults": 0}),
+    "MaxResults 51": ("describe_scalable_targets", {**NAMESPACE, "MaxResults": 51}),
+    "policies' MaxResults 11": ("describe_scaling_policies", {**TARGET, "MaxResults": 11}),
+}
+EXPECTED = {
+    "ResourceId an object": "SerializationException",
+    "ScalableDimension a list": "SerializationException",
+    "PredefinedMetricSpecification a string": "SerializationException",
+    "PredefinedMetricSpecification a list": "SerializationException",
+    "TargetValue a string": "SerializationException",
+}
+
+
+OPERATIONS = {
+    "describe_scaling_policies": "DescribeScalingPolicies",
+    "describe_scalable_targets": "DescribeScalableTargets",
+    "put_scaling_policy": "PutScalingPolicy",
+}
+
+
+def send_unchecked(emu: Emulator, operation: str, params: dict) -> httpx.Response:
+    """What botocore's own checks (and its serializer) would stop, sent as raw awsJson1.1."""
+    return httpx.post(
+        f"{emu.http_url}/",
+        content=json.dumps(params),
+        headers={
+            "X-Amz-Target": f"AnyScaleFrontendService.{OPERATIONS[operation]}",
+            "Content-Type": "application/x-amz-json-1.1",
+        },
+    )
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_what_the_model_or_the_service_refuses_is_refused_before_anything_is_stored(
+    emu: Emulator, scaling, case: str
+) -> None:
+    scaling.register_scalable_target(**TARGET, MinCapacity=1, MaxCapacity=2)
+    try:
+        answer = send_unchecked(emu, *HOSTILE[case])
+        assert (answer.status_code, answer.headers["x-amzn-errortype"]) == (
+            400,
+            EXPECTED.get(case, "ValidationException"),
+        )
+        assert answer.json()["message"]
+        assert "\x1b" not in answer.json()["message"], "the error quotes the value escaped"
+        assert scaling.describe_scaling_policies(**NAMESPACE)["ScalingPolicies"] == []
+        assert "forged" not in format_status(status(emu))
+    finally:
+        scaling.deregister_scalable_target(**TARGET)
+
+
+def test_a_garbage_next_token_is_the_services_invalid_token(scaling) -> None:
+    for call in (scaling.describe_scalable_targets, scaling.describe_scaling_policies):
+        assert error_code(call, **NAMESPACE, NextToken="garbage") == "InvalidNextTokenException"

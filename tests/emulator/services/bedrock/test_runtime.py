@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from emulator.admin import admin_blueprint
-from emulator.config import ConfigError
+from emulator.config import ConfigError, EmulatorConfig
 from emulator.controller.store import Store
 from emulator.llm.base import ConverseRequest, ReplyModelError, tokenize
 from emulator.llm.openai_compatible import OpenAICompatibleModel
@@ -57,6 +57,7 @@ def llm_config(**overrides: Any) -> SimpleNamespace:
         "llm_script": None,
         "llm_openai_base_url": None,
         "llm_openai_model": None,
+        "bedrock_model_ids": (),
     }
     return SimpleNamespace(**{**fields, **overrides})
 
@@ -305,6 +306,78 @@ def test_malformed_request_raises_validation_exception(
         client.converse(modelId=MODEL_ID, messages=messages)
     with pytest.raises(client.exceptions.ValidationException):
         client.converse_stream(modelId=MODEL_ID, messages=messages)
+
+
+@pytest.mark.parametrize(
+    ("model_id", "code", "status", "message"),
+    [
+        ("no.such-model-v9", "ValidationException", 400, "The provided model identifier is invalid."),
+        ("m", "ValidationException", 400, "The provided model identifier is invalid."),
+        (
+            "anthropic.claude-sonnet-4-6x",
+            "ValidationException",
+            400,
+            "The provided model identifier is invalid.",
+        ),
+        (
+            "mars.anthropic.claude-sonnet-4-6",
+            "ValidationException",
+            400,
+            "The provided model identifier is invalid.",
+        ),
+        ("not a model", "ValidationException", 400, "failed to satisfy constraint"),
+        ("a" * 2049, "ValidationException", 400, "failed to satisfy constraint"),
+        (
+            "arn:aws:bedrock:us-east-1::foundation-model/acme.nothing-v1:0",
+            "ResourceNotFoundException",
+            404,
+            "ARN was not found",
+        ),
+        (
+            "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.acme.nothing-v1:0",
+            "ResourceNotFoundException",
+            404,
+            "ARN was not found",
+        ),
+    ],
+)
+def test_a_model_id_bedrock_does_not_know_is_refused_as_bedrock_refuses_it(
+    paced_url: str, model_id: str, code: str, status: int, message: str
+) -> None:
+    client = bedrock_client(paced_url)
+    for call in (client.converse, client.converse_stream):
+        with pytest.raises(botocore.exceptions.ClientError) as caught:
+            call(modelId=model_id, messages=[user("hi")])
+        error = caught.value.response
+        assert (error["Error"]["Code"], error["ResponseMetadata"]["HTTPStatusCode"]) == (code, status)
+        assert message in error["Error"]["Message"]
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    [
+        "global.anthropic.claude-sonnet-4-6",  # the agent's default --bedrock-model-id
+        "us.anthropic.claude-haiku-4-5-20251001-v1:0",  # the deploy tests'
+        "us.amazon.nova-lite-v1:0",
+        "amazon.nova-lite-v1:0",
+        "arn:aws:bedrock:us-west-2::foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0",
+    ],
+)
+def test_the_ids_bedrock_knows_are_answered_by_the_local_model(paced_url: str, model_id: str) -> None:
+    response = bedrock_client(paced_url).converse(modelId=model_id, messages=[user("hi")])
+    assert response["output"]["message"]["content"][0]["text"] == DEFAULT_REPLY
+
+
+def test_the_table_of_known_ids_is_extended_by_the_config() -> None:
+    config = EmulatorConfig.from_env({"EMULATOR_BEDROCK_MODEL_IDS": "acme.voice-v1:0, arn:aws:bedrock:x"})
+    assert config.bedrock_model_ids == ("acme.voice-v1:0", "arn:aws:bedrock:x")
+    with serving(bedrock_app(llm_config(bedrock_model_ids=config.bedrock_model_ids))) as url:
+        client = bedrock_client(url)
+        for model_id in ("acme.voice-v1:0", "global.acme.voice-v1:0"):
+            response = client.converse(modelId=model_id, messages=[user("hi")])
+            assert response["output"]["message"]["content"][0]["text"] == DEFAULT_REPLY
+        with pytest.raises(client.exceptions.ValidationException):
+            client.converse(modelId="acme.voice-v2:0", messages=[user("hi")])
 
 
 def _body(**fields: Any) -> bytes:

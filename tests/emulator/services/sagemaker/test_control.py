@@ -147,20 +147,20 @@ def test_model_environment_and_data_reach_the_container(emu: Emulator, sagemaker
     assert "voices/af.bin" in answer["model_files"]
 
 
-def test_unhealthy_container_fails_the_endpoint(emu: Emulator, sagemaker) -> None:
-    # botocore refuses timeouts under 60 s; the emulator takes any, so skip the client-side check.
-    create(
-        boto_client(emu, "sagemaker", validate=False),
-        "never-healthy",
-        environment={"ECHO_PING_STATUS": "503"},
-        ContainerStartupHealthCheckTimeoutInSeconds=1,
-    )
-    with pytest.raises(botocore.exceptions.WaiterError):
-        sagemaker.get_waiter("endpoint_in_service").wait(EndpointName="never-healthy", WaiterConfig=FAST_WAIT)
-    described = sagemaker.describe_endpoint(EndpointName="never-healthy")
-    assert described["EndpointStatus"] == "Failed"
-    assert "did not pass the ping health check" in described["FailureReason"]
-    assert not [r for r in replicas(emu, "never-healthy") if r["phase"] == "Running"]
+def test_unhealthy_container_fails_the_endpoint(tmp_path: Path) -> None:
+    # SageMaker (and the emulator, as botocore's model says) refuses a variant's startup timeout under
+    # 60 s, so the 1 s this test waits is the emulator's default for variants that name none.
+    with emulator_in_thread(fast_config(tmp_path, startup_timeout_s=1.0), manifest([])) as quick:
+        sagemaker = boto_client(quick, "sagemaker")
+        create(sagemaker, "never-healthy", environment={"ECHO_PING_STATUS": "503"})
+        with pytest.raises(botocore.exceptions.WaiterError):
+            sagemaker.get_waiter("endpoint_in_service").wait(
+                EndpointName="never-healthy", WaiterConfig=FAST_WAIT
+            )
+        described = sagemaker.describe_endpoint(EndpointName="never-healthy")
+        assert described["EndpointStatus"] == "Failed"
+        assert "did not pass the ping health check" in described["FailureReason"]
+        assert not [r for r in replicas(quick, "never-healthy") if r["phase"] == "Running"]
 
 
 def test_crashing_container_fails_fast_with_its_log(emu: Emulator, sagemaker) -> None:

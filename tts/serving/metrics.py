@@ -12,7 +12,8 @@ request reaching the scheduler to its first audio), AudioSeconds, RealTimeFactor
 time, from submit to the last audio), Stalls and StallSeconds (a decoder step that came after a listener
 playing from the first audio in real time had run out), SessionsActive, Capacity and
 SessionsOverCapacity (the scheduler's `/ping` load, the most seen at first audio and at the end). Per
-error: Errors with the dimension `ErrorCode`. Nothing of the text, voice or request id is written.
+error: Errors, under `Service` and under `Service` and `ErrorCode`. Nothing of the text, the voice or
+the request id is written.
 """
 
 from __future__ import annotations
@@ -72,10 +73,10 @@ class RequestClock:
             self.capacity = capacity
 
 
-def _context(dimensions: Mapping[str, str]) -> MetricsContext:
+def _context(*dimension_sets: Mapping[str, str]) -> MetricsContext:
     context = MetricsContext.empty()
     context.namespace = METRICS_NAMESPACE
-    context.set_dimensions([dict(dimensions)], use_default=False)
+    context.set_dimensions([dict(dimensions) for dimensions in dimension_sets], use_default=False)
     return context
 
 
@@ -106,7 +107,8 @@ def publish_request(clock: RequestClock, audio_s: float, out: IO[str] | None = N
 
 
 def publish_error(code: str, out: IO[str] | None = None) -> None:
-    """One typed error (the stable code of tts.wire.protocol, never its message)."""
-    context = _context({**SERVICE, "ErrorCode": code})
+    """One typed error (the stable code of tts.wire.protocol, never its message), counted under the
+    service (what an error alarm watches) and under the service and the code (what a dashboard splits)."""
+    context = _context(SERVICE, {**SERVICE, "ErrorCode": code})
     context.put_metric(ERRORS_METRIC, 1, "Count")
     _write(context, out)

@@ -50,7 +50,7 @@ def test_a_request_without_audio_writes_no_request_line_and_an_error_has_only_it
     publish_error("nothing_to_speak", out=out)
     (line,) = emf(out.getvalue())
     assert line["ErrorCode"] == "nothing_to_speak" and line["Errors"] == 1
-    assert line["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["Service", "ErrorCode"]]
+    assert line["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["Service"], ["Service", "ErrorCode"]]
 
 
 def job(text: str) -> Job:

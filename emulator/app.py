@@ -146,7 +146,9 @@ def create_app(services: Services) -> Quart:
         *agentcore_routes.blueprints(services.config, services.agent_runtimes, services.http),
         *sts_routes.blueprints(services.sts),
         *cloudformation_routes.blueprints(services.cloudformation),
-        admin_blueprint(services.store, services.info, services.bedrock_requests),
+        admin_blueprint(
+            services.store, services.info, services.bedrock_requests, services.cloudwatch.metrics
+        ),
     ]
     for blueprint in blueprints:
         app.register_blueprint(blueprint)

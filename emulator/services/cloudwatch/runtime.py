@@ -285,6 +285,22 @@ class Metrics:
     def _one(self, key: MetricKey, t: float, length: int, stat: str) -> float | None:
         return aggregate(self.points(key, t, t + length), stat)
 
+    def summary(self, window_s: float) -> list[dict[str, Any]]:
+        """Every metric with data in the last `window_s` seconds and its statistics over them (what
+        `python -m emulator metrics` prints)."""
+        now = self._clock()
+        rows = []
+        for key in self.metric_keys():
+            points = self.points(key, now - window_s, now + 1)
+            if not points:
+                continue
+            stats = {
+                stat: aggregate(points, stat)
+                for stat in ("SampleCount", "Average", "p50", "p90", "p99", "Maximum")
+            }
+            rows.append({**key.to_json(), "Unit": points[-1].unit, **stats})
+        return rows
+
     def recent(self, namespace: str, name: str, stat: str, window_s: float, **dims: str) -> float | None:
         """One statistic of one metric over the last `window_s` seconds (what `emulator status` shows)."""
         now = self._clock()

@@ -7,13 +7,13 @@ are built by the official `aws-embedded-metrics` library (its context and serial
 detection is left out, because outside Lambda it probes the EC2 metadata address on first flush, and its
 stdout sink does not flush, so a line would wait in the block buffer of a redirected stdout.
 
-Per request (namespace facts.METRICS_NAMESPACE, dimension `Service=tts`): TimeToFirstAudio (ms, from the
-request reaching the scheduler to its first audio), AudioSeconds, RealTimeFactor (wall time over audio
-time, from submit to the last audio), Stalls and StallSeconds (a decoder step that came after a listener
-playing from the first audio in real time had run out), SessionsActive, Capacity and
-SessionsOverCapacity (the scheduler's `/ping` load, the most seen at first audio and at the end). Per
-error: Errors, under `Service` and under `Service` and `ErrorCode`. Nothing of the text, the voice or
-the request id is written.
+Per request (namespace facts.METRICS_NAMESPACE, dimension `Service=tts`): TimeToFirstAudio (ms, from
+the request reaching the scheduler to its first audio frame handed to the transport), AudioSeconds,
+RealTimeFactor (wall time over audio time, from submit to the last audio), Stalls and StallSeconds (a
+decoder step that came after a listener playing from the first audio in real time had run out),
+SessionsActive, Capacity and SessionsOverCapacity (the scheduler's `/ping` load, the most seen at
+first audio and at the end). Per error: Errors, under `Service` and under `Service` and `ErrorCode`.
+Nothing of the text, the voice or the request id is written.
 """
 
 from __future__ import annotations
@@ -39,10 +39,14 @@ Load = Callable[[], Mapping[str, object] | None]
 
 @dataclass
 class RequestClock:
-    """When one request's audio became available, against a listener playing it from its first audio."""
+    """One request's timings: when its decoder steps became ready, against a listener playing them in
+    real time from the first, and when its first audio frame was handed to the transport."""
 
     submitted_at: float
     first_audio_at: float | None = None
+    """The first frame handed to the transport: what a client measures, less the network (and, on a
+    session, after any wait for the listener to play the previous request)."""
+    first_step_at: float | None = None
     played_until: float = 0.0
     last_audio_at: float = 0.0
     stalls: int = 0
@@ -53,15 +57,20 @@ class RequestClock:
     def audio(self, seconds: float, now: float | None = None) -> bool:
         """A decoder step's `seconds` of audio is ready; True when it is the request's first."""
         now = time.perf_counter() if now is None else now
-        first = self.first_audio_at is None
+        first = self.first_step_at is None
         if first:
-            self.first_audio_at = self.played_until = now
+            self.first_step_at = self.played_until = now
         elif now - self.played_until > STALL_MIN_S:
             self.stalls += 1
             self.stall_s += now - self.played_until
         self.played_until = max(self.played_until, now) + seconds
         self.last_audio_at = now
         return first
+
+    def sent(self, now: float | None = None) -> None:
+        """An audio frame went to the transport (only the first one counts)."""
+        if self.first_audio_at is None:
+            self.first_audio_at = time.perf_counter() if now is None else now
 
     def load(self, load: Mapping[str, object] | None) -> None:
         if not load:
@@ -88,7 +97,7 @@ def _write(context: MetricsContext, out: IO[str] | None) -> None:
 
 
 def publish_request(clock: RequestClock, audio_s: float, out: IO[str] | None = None) -> None:
-    """One request's line; nothing when it produced no audio (its error has its own line)."""
+    """One request's line; nothing when it sent no audio (its error, if any, has its own line)."""
     if clock.first_audio_at is None or audio_s <= 0:
         return
     context = _context(SERVICE)

@@ -68,6 +68,7 @@ async def audio_frames(
                 stats.audio_bytes += len(data)
                 stats.frames += 1
                 yield data
+                clock.sent()  # the consumer asks for the next frame: this one is on its way
     _ended(clock, stats, load)
     if stats.samples == 0:
         publish_error(NothingToSpeak.code)
@@ -80,6 +81,8 @@ async def audio_frames(
 
 
 def _ended(clock: RequestClock, stats: AudioStats, load: Load | None) -> None:
+    if stats.samples and clock.first_audio_at is None:
+        clock.sent()  # an encoder that held every frame (a short mp3): its tail goes out now
     if load is not None:
         clock.load(load())
     publish_request(clock, stats.samples / SAMPLE_RATE)

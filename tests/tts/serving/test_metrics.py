@@ -30,10 +30,12 @@ def emf(text: str) -> list[dict]:
 
 def test_a_step_after_the_listener_ran_out_is_a_stall_and_first_audio_is_from_submit():
     clock = RequestClock(submitted_at=10.0)
-    assert clock.audio(0.5, now=10.3)  # first audio 300 ms after submit; plays until 10.8
-    assert not clock.audio(0.5, now=10.7)  # in time: plays until 11.3
-    clock.audio(0.5, now=11.5)  # 200 ms after the listener ran out
-    clock.audio(0.5, now=12.005)  # 5 ms late: under one frame, not a stall
+    assert clock.audio(0.5, now=10.25)  # the first step, 250 ms after submit; plays until 10.75
+    clock.sent(now=10.3)  # its first frame goes out 50 ms later: first audio at 300 ms
+    clock.sent(now=10.4)
+    assert not clock.audio(0.5, now=10.7)  # in time: plays until 11.25
+    clock.audio(0.5, now=11.45)  # 200 ms after the listener ran out
+    clock.audio(0.5, now=11.955)  # 5 ms late: under one frame, not a stall
     clock.load({"sessions": 3, "capacity": 2, "saturated": True})
     out = io.StringIO()
     publish_request(clock, audio_s=2.0, out=out)

@@ -116,6 +116,7 @@ def test_the_tts_containers_lines_become_its_metrics():
     out = io.StringIO()
     clock = RequestClock(submitted_at=0.0)
     clock.audio(1.0, now=0.25)
+    clock.sent(now=0.26)
     clock.load({"sessions": 5, "capacity": 3})
     publish_request(clock, 1.0, out=out)
     publish_error("bad_message", out=out)

@@ -34,3 +34,13 @@ BIDI = "bidi"
 BATCH = "batch"
 MODES = (BIDI, BATCH)
 """How the agent speaks an answer: each sentence as the model writes it, or the whole answer at once."""
+
+METRICS_NAMESPACE = "VoiceAgent"
+"""The CloudWatch namespace of the product's own metrics (EMF lines on the containers' stdout), with the
+dimension `Service` (`tts`, `agent`); the stacks' alarms and dashboard and the emulator read them."""
+FIRST_AUDIO_METRIC = "TimeToFirstAudio"
+"""Milliseconds from a request reaching the container (tts) or a turn's text (agent) to its first audio."""
+STALLS_METRIC = "Stalls"
+OVER_CAPACITY_METRIC = "SessionsOverCapacity"
+"""Sessions with audio to compute beyond the capacity `/ping` claims (0 when within it)."""
+ERRORS_METRIC = "Errors"

@@ -2,6 +2,9 @@
 
 - `GET /_emulator/status`: endpoints, agent runtimes, replicas, health and recent events as JSON; what
   `python -m emulator status` prints and what tests inspect (for example, the pid of a replica to kill).
+- `GET /_emulator/metrics?window_s=600`: every metric the emulator's CloudWatch holds with data in the
+  window and its statistics (count, average, p50, p90, p99, maximum): what `python -m emulator metrics`
+  prints. The status carries the last minute's first audio (p50, p90) and stalls of the tts replicas.
 - `GET /_emulator/bedrock/requests`: the model requests Bedrock answered, oldest first
   (emulator/services/bedrock/request_log.py), which tests read to see the history a request carried.
 
@@ -21,7 +24,7 @@ from dataclasses import asdict
 from typing import Any
 
 import httpx
-from quart import Blueprint, Response
+from quart import Blueprint, Response, request
 
 from emulator.controller.store import (
     AgentRuntime,
@@ -33,6 +36,8 @@ from emulator.controller.store import (
     Store,
 )
 from emulator.services.bedrock.request_log import RequestLog
+from emulator.services.cloudwatch.runtime import Metrics
+from facts import FIRST_AUDIO_METRIC, METRICS_NAMESPACE, STALLS_METRIC
 
 LOAD_TIMEOUT_S = 1.0  # a replica busy computing still answers /ping within milliseconds (event loop)
 
@@ -174,14 +179,42 @@ def status(store: Store, info: dict[str, Any], loads: dict[str, Any] | None = No
     }
 
 
+def last_minute(metrics: Metrics) -> dict[str, Any]:
+    """The tts replicas' first audio (ms) and stalls over the last 60 s, from their EMF lines."""
+
+    def stat(name: str, statistic: str) -> float | None:
+        return metrics.recent(METRICS_NAMESPACE, name, statistic, 60, Service="tts")
+
+    return {
+        "first_audio_ms_p50": stat(FIRST_AUDIO_METRIC, "p50"),
+        "first_audio_ms_p90": stat(FIRST_AUDIO_METRIC, "p90"),
+        "requests": stat(FIRST_AUDIO_METRIC, "SampleCount") or 0,
+        "stalls": stat(STALLS_METRIC, "Sum") or 0,
+    }
+
+
 def admin_blueprint(
-    store: Store, info: Callable[[], dict[str, Any]], bedrock_requests: RequestLog
+    store: Store,
+    info: Callable[[], dict[str, Any]],
+    bedrock_requests: RequestLog,
+    metrics: Metrics | None = None,
 ) -> Blueprint:
     bp = Blueprint("emulator_admin", __name__)
+    metrics = metrics or Metrics()
 
     @bp.get("/_emulator/status")
     async def get_status() -> dict[str, Any]:
-        return status(store, info(), await replica_loads(store))
+        return {**status(store, info(), await replica_loads(store)), "last_minute": last_minute(metrics)}
+
+    @bp.get("/_emulator/metrics")
+    async def get_metrics() -> Response:
+        try:
+            window_s = float(request.args.get("window_s", "600"))
+        except ValueError:
+            window_s = -1
+        if not 0 < window_s <= 86_400:
+            return Response(json.dumps({"error": "window_s is seconds, over 0 and at most 86400"}), 400)
+        return Response(json.dumps(metrics.summary(window_s)), content_type="application/json")
 
     @bp.get("/_emulator/bedrock/requests")
     async def recorded_requests() -> Response:

@@ -5,8 +5,9 @@ The same app serves both listeners (plain HTTP/1.1 and TLS h2); clients pick the
 recorded, not applied), `/endpoints/<name>/invocations*` the SageMaker runtime and its bidirectional
 stream, `/model/<id>/converse*` Bedrock Runtime, `/runtimes/...` Bedrock AgentCore (control plane,
 and `/runtimes/<ARN>/invocations` its data plane), `/sts/` STS, `/cloudformation/` CloudFormation,
-`/_emulator/...` the operator's routes (emulator/admin.py, not AWS). SigV4 (when keys are configured)
-is checked once for every AWS route, before it runs (emulator.wire.auth).
+CloudWatch awsJson1.0 on the same `POST /`, `/_emulator/...` the operator's routes (emulator/admin.py,
+not AWS). SigV4 (when keys are configured) is checked once for every AWS route, before it runs
+(emulator.wire.auth).
 
 `make_services` builds each service over the one store and gives CloudFormation the one way it reaches
 the others: `Services.call(service, operation, request)` and `Services.offers(service)`, over the
@@ -40,6 +41,9 @@ from emulator.services.bedrock import routes as bedrock_routes
 from emulator.services.bedrock.request_log import RequestLog
 from emulator.services.cloudformation import routes as cloudformation_routes
 from emulator.services.cloudformation.control import CloudFormation
+from emulator.services.cloudwatch import routes as cloudwatch_routes
+from emulator.services.cloudwatch.control import CloudWatchControl
+from emulator.services.cloudwatch.runtime import LogMetrics, Metrics
 from emulator.services.sagemaker import routes as sagemaker_routes
 from emulator.services.sagemaker.control import ControlPlane
 from emulator.services.sts import routes as sts_routes
@@ -64,6 +68,7 @@ class Services:
     autoscaling: AutoScaling
     sts: Sts
     cloudformation: CloudFormation = field(init=False)
+    cloudwatch: CloudWatchControl = field(init=False)
     bedrock_requests: RequestLog = field(default_factory=RequestLog)
     preload_llm: bool = True
     """Load the local model behind Bedrock at start (the manifest runs an agent that will call it)."""
@@ -71,6 +76,11 @@ class Services:
     def __post_init__(self) -> None:
         images = DockerImageAssets(self.config.base_image)
         self.cloudformation = CloudFormation(self.config, self.store, self, images)
+        self.cloudwatch = CloudWatchControl(Metrics(), self.config.region, self.config.account_id)
+
+    def replica_metrics(self) -> LogMetrics:
+        """What stores the EMF lines of every replica's log (emulator/server.py runs it)."""
+        return LogMetrics(self.config.home_dir / "logs", self.cloudwatch.metrics)
 
     def operations(self) -> Mapping[str, Mapping[str, Operation]]:
         """Every control plane's operations, by boto3's service name."""
@@ -80,6 +90,7 @@ class Services:
             "bedrock-agentcore-control": self.agent_runtimes.operations(),
             "sts": self.sts.operations(),
             "cloudformation": self.cloudformation.operations(),
+            "cloudwatch": self.cloudwatch.operations(),
         }
 
     def call(self, service: str, operation: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -133,6 +144,7 @@ def create_app(services: Services) -> Quart:
     json_targets = {
         **sagemaker_routes.json_targets(services.control_plane),
         **autoscaling_routes.json_targets(services.autoscaling),
+        **cloudwatch_routes.json_targets(services.cloudwatch),
     }
     blueprints = [
         aws_json_blueprint(
@@ -147,7 +159,9 @@ def create_app(services: Services) -> Quart:
         *agentcore_routes.blueprints(services.config, services.agent_runtimes, services.http),
         *sts_routes.blueprints(services.sts),
         *cloudformation_routes.blueprints(services.cloudformation),
-        admin_blueprint(services.store, services.info, services.bedrock_requests),
+        admin_blueprint(
+            services.store, services.info, services.bedrock_requests, services.cloudwatch.metrics
+        ),
     ]
     for blueprint in blueprints:
         app.register_blueprint(blueprint)

@@ -1,4 +1,5 @@
-"""`python -m emulator up|build|down|status|logs|env`: the arguments, and which module does each command.
+"""`python -m emulator up|build|down|status|logs|metrics|env`: the arguments, and which module does each
+command.
 
 `build` builds one image from one of the repository's Dockerfiles, the way `up` builds its images
 (what `python -m deploy aws --target local` runs for the cloud assembly's image assets). `up` runs
@@ -6,7 +7,8 @@ the emulator in the foreground, or with `--detach` in the background until it is
 (`daemon.py`); with `--runtime docker` it first builds the images the manifest's models name that the
 engine lacks, or whose sources changed, from the repository's Dockerfiles, showing each step
 (`images/`; `--no-build` refuses instead). `down` stops a running emulator (`daemon.py`); `env` prints
-its export lines; `status` and `logs` print its status and every replica's output (`status_view.py`).
+its export lines; `status` and `logs` print its status and every replica's output, `metrics` the metrics
+its CloudWatch holds (`status_view.py`).
 Output meant for the shell is on stdout (`eval "$(python -m emulator env)"`); progress and errors go to
 stderr.
 """
@@ -119,6 +121,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_metrics(args: argparse.Namespace) -> int:
+    """Every metric the emulator's CloudWatch holds (replicas' EMF lines, PutMetricData), summarized."""
+    rows = daemon.fetch_metrics(daemon.running_record(_config(args)), args.window)
+    print(json.dumps(rows, indent=2) if args.json else status_view.format_metrics(rows, args.window))
+    return 0
+
+
 def cmd_logs(args: argparse.Namespace) -> int:
     """The last lines of every replica's output (endpoints' and agent runtimes'), or of the one named."""
     status = daemon.fetch_status(daemon.running_record(_config(args)))
@@ -164,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     logs = sub.add_parser("logs", help="the output of every replica (processes or containers)")
     logs.add_argument("replica", nargs="?", help="one replica id (default: all)")
     logs.add_argument("-n", "--tail", type=int, default=50, help="lines per replica (default 50)")
+    metrics = sub.add_parser("metrics", help="the metrics of every replica (EMF lines) and PutMetricData")
+    metrics.add_argument("-w", "--window", type=float, default=600.0, help="seconds back (default 600)")
+    metrics.add_argument("--json", action="store_true")
     for command in sub.choices.values():
         command.add_argument(
             "--home", help="emulator home (default EMULATOR_HOME or ~/.cache/voice-agent-aws/emulator)"
@@ -175,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         "down": cmd_down,
         "status": cmd_status,
         "logs": cmd_logs,
+        "metrics": cmd_metrics,
         "env": cmd_env,
     }
     try:

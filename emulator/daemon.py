@@ -209,6 +209,20 @@ def running_record(config: EmulatorConfig) -> dict[str, Any]:
     return record
 
 
+def fetch_metrics(record: dict[str, Any], window_s: float) -> list[dict[str, Any]]:
+    """`GET /_emulator/metrics` of the running emulator `record` describes (admin.py)."""
+    url = f"{record['http_url']}/_emulator/metrics"
+    try:
+        answer = httpx.get(url, params={"window_s": window_s}, timeout=5, trust_env=False)
+    except httpx.HTTPError as exc:
+        raise DaemonError(
+            f"the emulator (pid {record['pid']}) does not answer at {record['http_url']}: {exc}"
+        ) from exc
+    if answer.status_code != 200:
+        raise DaemonError(answer.json().get("error", answer.text))
+    return answer.json()
+
+
 def fetch_status(record: dict[str, Any]) -> dict[str, Any]:
     """`GET /_emulator/status` of the running emulator `record` describes (admin.py)."""
     try:

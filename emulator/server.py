@@ -84,6 +84,7 @@ def client_env(config: EmulatorConfig, http_url: str, h2_url: str, ca: str) -> d
         "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL": http_url,
         "AWS_ENDPOINT_URL_STS": f"{http_url}{STS_PATH}",
         "AWS_ENDPOINT_URL_CLOUDFORMATION": f"{http_url}{CLOUDFORMATION_PATH}",
+        "AWS_ENDPOINT_URL_CLOUDWATCH": http_url,
         "AWS_CA_BUNDLE": ca,
         "AWS_REGION": config.region,
         "AWS_DEFAULT_REGION": config.region,
@@ -222,6 +223,12 @@ async def run_emulator(
     loop = asyncio.get_running_loop()
     server = loop.create_task(serve(create_app(services), hyper, shutdown_trigger=stop.wait))
     reconciler = loop.create_task(controller.run())
+    # Once a second: a replica's EMF line is a metric within a second, and the shortest alarm period
+    # the emulator is asked for (high resolution, 10 s) is evaluated ten times over.
+    observers = [
+        loop.create_task(services.replica_metrics().run(1.0)),
+        loop.create_task(services.cloudwatch.run(1.0)),
+    ]
     try:
         emulator.apply(manifest)
         if wait:
@@ -229,6 +236,8 @@ async def run_emulator(
         yield emulator
     finally:
         reconciler.cancel()
+        for observer in observers:
+            observer.cancel()
         await controller.shutdown()
         runtime.close()
         stop.set()

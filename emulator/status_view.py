@@ -126,6 +126,14 @@ def format_status(status: dict[str, Any]) -> str:
         stacks.append([*row, stack["reason"] or "-"])
     if len(stacks) > 1:
         out += ["", _table(stacks)]
+    minute = status.get("last_minute")
+    if minute and minute.get("requests"):
+        out += [
+            "",
+            f"LAST MINUTE (tts)  first audio p50 {_ms(minute['first_audio_ms_p50'])} "
+            f"p90 {_ms(minute['first_audio_ms_p90'])}  requests {minute['requests']:g}  "
+            f"stalls {minute['stalls']:g}",
+        ]
     failures = [
         printable(f"  {item['name']}: {item['failure_reason']}")
         for item in [*status["endpoints"], *status.get("agent_runtimes", [])]
@@ -142,6 +150,23 @@ def format_status(status: dict[str, Any]) -> str:
     if len(events) > 1:
         out += ["", "EVENTS", _table(events)]
     return "\n".join(out)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} ms"
+
+
+def format_metrics(rows: list[dict[str, Any]], window_s: float) -> str:
+    """`python -m emulator metrics`: one row per metric with data in the window."""
+    if not rows:
+        return f"no metrics in the last {window_s:g} s"
+    table = [["NAMESPACE", "METRIC", "DIMENSIONS", "COUNT", "AVERAGE", "P50", "P90", "P99", "MAX", "UNIT"]]
+    for row in rows:
+        dims = ",".join(f"{d['Name']}={d['Value']}" for d in row["Dimensions"]) or "-"
+        numbers = [row[s] for s in ("SampleCount", "Average", "p50", "p90", "p99", "Maximum")]
+        shown = ["-" if n is None else f"{n:.4g}" for n in numbers]
+        table.append([row["Namespace"], row["MetricName"], dims, *shown, row["Unit"]])
+    return f"the last {window_s:g} s\n" + _table(table)
 
 
 def replicas(status: dict[str, Any]) -> list[dict[str, Any]]:

@@ -27,6 +27,7 @@ from starlette.websockets import WebSocket
 from facts import MEDIA_TYPES
 from tts.config import TTSConfig
 from tts.scheduling.scheduler import Job
+from tts.serving.metrics import publish_error
 from tts.serving.model_host import ModelHost
 from tts.serving.session import Session
 from tts.serving.streaming import AudioStats, SynthesisFailed, audio_frames
@@ -97,10 +98,13 @@ def create_app(config: TTSConfig) -> Starlette:
             body = await _read_body(request, config.max_body_bytes)
             synth, transport = parse_invocation(body, host.catalog)
         except ProtocolError as error:
+            publish_error(error.code)  # a synthesis failure is counted where it is found (streaming)
             return _error(error)
         job = host.scheduler.submit(object(), synth)
         stats = AudioStats()
-        frames = audio_frames(job, frame_bytes(config.frame_ms), stats)
+        frames = audio_frames(
+            job, frame_bytes(config.frame_ms), stats, lambda: host.scheduler and host.scheduler.load
+        )
         try:
             first = await anext(frames, None)
         except SynthesisFailed as exc:

@@ -25,6 +25,7 @@ import time
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from tts.scheduling.scheduler import Job, Scheduler
+from tts.serving.metrics import publish_error
 from tts.serving.streaming import AudioStats, SynthesisFailed, audio_frames
 from tts.text.timings import TimedWords
 from tts.wire import protocol
@@ -90,6 +91,7 @@ class Session:
                 elif isinstance(message, Close):
                     return True
             except ProtocolError as error:
+                publish_error(error.code)
                 await self._send_json(error.to_json())
 
     async def _pace(self) -> None:
@@ -129,6 +131,7 @@ class Session:
                     raise
                 except Exception as exc:  # an encoder or engine fault costs this request, not the session
                     log.exception("sending request %s failed", job.request.request_id)
+                    publish_error("synthesis_failed")
                     self._scheduler.cancel(job)
                     await self._send_json(
                         ProtocolError(
@@ -144,7 +147,7 @@ class Session:
         await self._send_json(protocol.synthesis_start(request))
         stats = AudioStats()
         try:
-            async for frame in audio_frames(job, self._frame_bytes, stats):
+            async for frame in audio_frames(job, self._frame_bytes, stats, lambda: self._scheduler.load):
                 if isinstance(frame, TimedWords):
                     await self._send_json(protocol.words(request, frame))
                     continue

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from facts import SAMPLE_RATE
 from tts.scheduling.scheduler import Job
+from tts.serving.metrics import Load, RequestClock, publish_error, publish_request
 from tts.text.timings import TimedWords
-from tts.wire.audio import pcm_samples
+from tts.wire.audio import pcm_samples, pcm_seconds
 from tts.wire.encoders import make_encoder
 
 
@@ -37,21 +38,29 @@ class AudioStats:
         return round(self.samples / SAMPLE_RATE, 3)
 
 
-async def audio_frames(job: Job, frame_bytes: int, stats: AudioStats) -> AsyncIterator[bytes | TimedWords]:
+async def audio_frames(
+    job: Job, frame_bytes: int, stats: AudioStats, load: Load | None = None
+) -> AsyncIterator[bytes | TimedWords]:
     """Encoded audio of `job`, frame by frame, and each segment's `TimedWords` before the segment's
-    first audio. Stops early (without flushing) when the job is cancelled."""
+    first audio. Stops early (without flushing) when the job is cancelled. The request's metrics line
+    (tts.serving.metrics) is written when it ends, with the scheduler's `load` at first audio and end."""
     encoder = make_encoder(job.request.format)
+    clock = RequestClock(job.submitted_at)
     while True:
         item = await job.audio.get()
         if job.cancelled and not isinstance(item, BaseException):
+            _ended(clock, stats, load)
             return
         if item is None:
             break
         if isinstance(item, BaseException):
+            publish_error(SynthesisFailed.code)
             raise SynthesisFailed(f"synthesis failed: {str(item) or type(item).__name__}") from item
         if isinstance(item, TimedWords):
             yield item
             continue
+        if clock.audio(pcm_seconds(len(item))) and load is not None:
+            clock.load(load())
         stats.samples += pcm_samples(len(item))
         for start in range(0, len(item), frame_bytes):
             data = encoder.encode(item[start : start + frame_bytes])
@@ -59,10 +68,21 @@ async def audio_frames(job: Job, frame_bytes: int, stats: AudioStats) -> AsyncIt
                 stats.audio_bytes += len(data)
                 stats.frames += 1
                 yield data
+                clock.sent()  # the consumer asks for the next frame: this one is on its way
+    _ended(clock, stats, load)
     if stats.samples == 0:
+        publish_error(NothingToSpeak.code)
         raise NothingToSpeak(f"nothing to speak in the text: {job.request.text[:40]!r}")
     tail = encoder.flush()
     if tail:
         stats.audio_bytes += len(tail)
         stats.frames += 1
         yield tail
+
+
+def _ended(clock: RequestClock, stats: AudioStats, load: Load | None) -> None:
+    if stats.samples and clock.first_audio_at is None:
+        clock.sent()  # an encoder that held every frame (a short mp3): its tail goes out now
+    if load is not None:
+        clock.load(load())
+    publish_request(clock, stats.samples / SAMPLE_RATE)

@@ -1,0 +1,154 @@
+"""Alarms evaluated against the stored metrics on a clock the test moves: ALARM when enough of the last
+periods breach, OK when they stop, what a period without data counts as, the history of each change."""
+
+from __future__ import annotations
+
+import pytest
+
+from emulator.services.cloudwatch.control import CloudWatchControl
+from emulator.services.cloudwatch.runtime import Metrics
+from emulator.wire.awserrors import AwsError
+
+T0 = 1_800_000_000.0  # a multiple of 10: periods start on it
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def control() -> tuple[CloudWatchControl, Clock]:
+    clock = Clock()
+    return CloudWatchControl(Metrics(clock=clock), "us-east-1", "111122223333", clock=clock), clock
+
+
+def alarm(**overrides: object) -> dict:
+    return {
+        "AlarmName": "sessions-over-capacity",
+        "Namespace": "VoiceAgent",
+        "MetricName": "SessionsOverCapacity",
+        "Dimensions": [{"Name": "Service", "Value": "tts"}],
+        "Statistic": "Maximum",
+        "Period": 10,
+        "EvaluationPeriods": 2,
+        "DatapointsToAlarm": 2,
+        "Threshold": 0,
+        "ComparisonOperator": "GreaterThanThreshold",
+        "TreatMissingData": "notBreaching",
+        **overrides,
+    }
+
+
+def over(cw: CloudWatchControl, t: float, value: float) -> None:
+    cw.metrics.PutMetricData(
+        {
+            "Namespace": "VoiceAgent",
+            "MetricData": [
+                {
+                    "MetricName": "SessionsOverCapacity",
+                    "Dimensions": [{"Name": "Service", "Value": "tts"}],
+                    "Timestamp": t,
+                    "Value": value,
+                }
+            ],
+        }
+    )
+
+
+def state(cw: CloudWatchControl, name: str = "sessions-over-capacity") -> str:
+    return cw.DescribeAlarms({"AlarmNames": [name]})["MetricAlarms"][0]["StateValue"]
+
+
+def test_two_breaching_periods_raise_the_alarm_and_quiet_ones_clear_it():
+    cw, clock = control()
+    cw.PutMetricAlarm(alarm())
+    assert state(cw) == "INSUFFICIENT_DATA"
+    over(cw, T0 + 1, 2)
+    clock.now = T0 + 10
+    cw.evaluate()
+    assert state(cw) == "OK"  # one breaching period of two: not yet
+    over(cw, T0 + 12, 1)
+    clock.now = T0 + 20
+    cw.evaluate()
+    assert state(cw) == "ALARM"
+    over(cw, T0 + 21, 0)
+    clock.now = T0 + 30
+    cw.evaluate()
+    assert state(cw) == "OK"  # the last two periods: one breaching, one at 0
+    history = cw.DescribeAlarmHistory(
+        {"AlarmName": "sessions-over-capacity", "HistoryItemType": "StateUpdate"}
+    )
+    summaries = [item["HistorySummary"] for item in reversed(history["AlarmHistoryItems"])]
+    assert summaries == [
+        "Alarm updated from INSUFFICIENT_DATA to OK",
+        "Alarm updated from OK to ALARM",
+        "Alarm updated from ALARM to OK",
+    ]
+
+
+def test_missing_data_is_what_treat_missing_data_says():
+    cw, clock = control()
+    for treat in ("missing", "breaching", "notBreaching", "ignore"):
+        cw.PutMetricAlarm(alarm(AlarmName=treat, TreatMissingData=treat))
+    clock.now = T0 + 100
+    cw.evaluate()
+    assert [state(cw, t) for t in ("missing", "breaching", "notBreaching", "ignore")] == [
+        "INSUFFICIENT_DATA",
+        "ALARM",
+        "OK",
+        "INSUFFICIENT_DATA",
+    ]
+
+
+def test_a_percentile_alarm_and_the_reason_names_the_values():
+    cw, clock = control()
+    cw.PutMetricAlarm(
+        alarm(
+            AlarmName="p90",
+            Statistic=None,
+            ExtendedStatistic="p90",
+            Threshold=5,
+            EvaluationPeriods=1,
+            DatapointsToAlarm=1,
+        )
+    )
+    for value in range(1, 11):
+        over(cw, T0 + 1, value)
+    clock.now = T0 + 10
+    cw.evaluate()
+    described = cw.DescribeAlarms({"AlarmNamePrefix": "p9"})["MetricAlarms"][0]
+    assert described["StateValue"] == "ALARM" and "[9]" in described["StateReason"]
+
+
+def test_bad_alarms_and_unknown_names_are_typed_errors():
+    cw, _ = control()
+    for bad, code in (
+        (alarm(ComparisonOperator="LessThanLowerOrGreaterThanUpperThreshold"), "InvalidParameterValue"),
+        (alarm(Period=7), "InvalidParameterValue"),
+        (alarm(ExtendedStatistic="p90"), "InvalidParameterCombination"),
+        (alarm(DatapointsToAlarm=3), "InvalidParameterValue"),
+        ({k: v for k, v in alarm().items() if k != "Threshold"}, "MissingParameter"),
+    ):
+        with pytest.raises(AwsError) as err:
+            cw.PutMetricAlarm(bad)
+        assert err.value.code == code
+    with pytest.raises(AwsError) as err:
+        cw.DeleteAlarms({"AlarmNames": ["nope"]})
+    assert err.value.code == "ResourceNotFound"
+
+
+def test_dashboards_are_kept_as_given():
+    cw, _ = control()
+    body = '{"widgets": [{"type": "metric", "properties": {"metrics": [["VoiceAgent", "Stalls"]]}}]}'
+    cw.PutDashboard({"DashboardName": "voice", "DashboardBody": body})
+    assert cw.GetDashboard({"DashboardName": "voice"})["DashboardBody"] == body
+    assert [d["DashboardName"] for d in cw.ListDashboards({})["DashboardEntries"]] == ["voice"]
+    with pytest.raises(AwsError):
+        cw.PutDashboard({"DashboardName": "bad", "DashboardBody": "{not json"})
+    cw.DeleteDashboards({"DashboardNames": ["voice"]})
+    with pytest.raises(AwsError) as err:
+        cw.GetDashboard({"DashboardName": "voice"})
+    assert err.value.code == "ResourceNotFound"

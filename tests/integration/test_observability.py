@@ -1,0 +1,143 @@
+"""The stack seen through its numbers: the real Kokoro container's EMF lines become the emulator's
+CloudWatch metrics, read back by boto3 unchanged; a session's first audio as CloudWatch has it matches
+what the client measured; and more sessions than the capacity `/ping` claims drive a "sessions over
+capacity" alarm to ALARM, then back to OK once they are done."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import math
+import time
+import uuid
+
+import boto3
+import httpx
+import pytest
+
+from agent.config import AgentConfig
+from agent.sagemaker_client import bidirectional_client
+from facts import DEFAULT_VOICE, FIRST_AUDIO_METRIC, METRICS_NAMESPACE, OVER_CAPACITY_METRIC, TTS_ENDPOINT
+from tools import tts_client
+from tools.tts_client import open_endpoint
+
+pytestmark = pytest.mark.integration
+
+TTS = [{"Name": "Service", "Value": "tts"}]
+SENTENCE = "The parcel left the warehouse this morning and should reach you by Thursday."
+WAIT_S = 90  # a 10 s period, the emulator's 1 s log poll and 1 s evaluation, many times over
+
+
+async def client(stack):
+    env = stack.env
+    config = AgentConfig(
+        region=env["AWS_REGION"],
+        sagemaker_http2_endpoint=env["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2"],
+        ca_bundle=env["AWS_CA_BUNDLE"],
+    )
+    return await bidirectional_client(config)
+
+
+async def first_audio_ms(sagemaker) -> float:
+    async with open_endpoint(sagemaker, TTS_ENDPOINT) as channel:
+        message = {
+            "text": SENTENCE,
+            "request_id": uuid.uuid4().hex[:12],
+            "voice": DEFAULT_VOICE,
+            "format": "pcm",
+        }
+        since = time.perf_counter()
+        transcript = await tts_client.speak(channel, [message])
+    return transcript.arrivals(since)[0].at_s * 1000
+
+
+def series(cloudwatch, name: str, stat: str, start: float) -> list[float]:
+    answer = cloudwatch.get_metric_data(
+        StartTime=dt.datetime.fromtimestamp(math.floor(start), dt.UTC),
+        EndTime=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=2),
+        ScanBy="TimestampAscending",
+        MetricDataQueries=[
+            {
+                "Id": "q",
+                "MetricStat": {
+                    "Metric": {"Namespace": METRICS_NAMESPACE, "MetricName": name, "Dimensions": TTS},
+                    "Period": 1,
+                    "Stat": stat,
+                },
+            }
+        ],
+    )
+    return answer["MetricDataResults"][0]["Values"]
+
+
+def eventually(probe, what: str):
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        found = probe()
+        if found:
+            return found
+        time.sleep(0.5)
+    raise AssertionError(f"{what} within {WAIT_S} s")
+
+
+async def test_first_audio_in_cloudwatch_is_what_the_client_measured(stack):
+    cloudwatch = boto3.client("cloudwatch")  # the stack fixture exported AWS_ENDPOINT_URL_CLOUDWATCH
+    sagemaker = await client(stack)
+    # The client's first stream pays for its connection (55 ms more than the container saw, here).
+    await first_audio_ms(sagemaker)
+    start = math.ceil(time.time())  # requests go with whole seconds: the warm-up's line stays before it
+    await asyncio.sleep(start - time.time())
+    measured = await first_audio_ms(sagemaker)
+    values = await asyncio.to_thread(
+        eventually,
+        lambda: series(cloudwatch, FIRST_AUDIO_METRIC, "Maximum", start),
+        "a first-audio datapoint",
+    )
+    assert values == [pytest.approx(measured, abs=20)], f"client measured {measured:.1f} ms"
+    listed = cloudwatch.list_metrics(Namespace=METRICS_NAMESPACE, Dimensions=TTS)["Metrics"]
+    assert {"TimeToFirstAudio", "Stalls", "RealTimeFactor", "SessionsActive"} <= {
+        m["MetricName"] for m in listed
+    }
+
+
+async def test_sessions_over_capacity_raise_the_alarm_and_it_clears(stack):
+    cloudwatch = boto3.client("cloudwatch")
+    url = f"{stack.env['AWS_ENDPOINT_URL_SAGEMAKER']}/_emulator/status"
+    status = (await asyncio.to_thread(httpx.get, url, timeout=5)).json()
+    (replica,) = [r for ep in status["endpoints"] if ep["name"] == TTS_ENDPOINT for r in ep["replicas"]]
+    capacity = (replica.get("load") or {}).get("capacity")
+    assert isinstance(capacity, int), f"the replica claims a capacity on /ping: {replica.get('load')}"
+    cloudwatch.put_metric_alarm(
+        AlarmName="tts-sessions-over-capacity",
+        Namespace=METRICS_NAMESPACE,
+        MetricName=OVER_CAPACITY_METRIC,
+        Dimensions=TTS,
+        Statistic="Maximum",
+        Period=10,
+        EvaluationPeriods=1,
+        Threshold=0,
+        ComparisonOperator="GreaterThanThreshold",
+        TreatMissingData="notBreaching",
+    )
+
+    def state() -> str:
+        return cloudwatch.describe_alarms(AlarmNames=["tts-sessions-over-capacity"])["MetricAlarms"][0][
+            "StateValue"
+        ]
+
+    sagemaker = await client(stack)
+    await asyncio.gather(*(first_audio_ms(sagemaker) for _ in range(capacity + 2)))
+    await asyncio.to_thread(
+        eventually,
+        lambda: state() == "ALARM",
+        f"ALARM after {capacity + 2} sessions on a capacity of {capacity}",
+    )
+    await asyncio.to_thread(eventually, lambda: state() == "OK", "OK once the sessions are done")
+    history = cloudwatch.describe_alarm_history(
+        AlarmName="tts-sessions-over-capacity", HistoryItemType="StateUpdate"
+    )
+    assert [h["HistorySummary"].rsplit(" ", 1)[-1] for h in reversed(history["AlarmHistoryItems"])][-2:] == [
+        "ALARM",
+        "OK",
+    ]
+    cloudwatch.delete_alarms(AlarmNames=["tts-sessions-over-capacity"])

@@ -46,6 +46,7 @@ LAYERS = {
     "tts": {
         "tts.config": 0,
         "tts.text": 1,
+        "tts.voices": 1,
         "tts.wire": 2,
         "tts.engines.base": 2,
         "tts.engines.decode": 2,

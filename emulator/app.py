@@ -5,7 +5,8 @@ The same app serves both listeners (plain HTTP/1.1 and TLS h2); clients pick the
 recorded, not applied), `/endpoints/<name>/invocations*` the SageMaker runtime and its bidirectional
 stream, `/model/<id>/converse*` Bedrock Runtime, `/runtimes/...` Bedrock AgentCore (control plane,
 and `/runtimes/<ARN>/invocations` its data plane), `/sts/` STS, `/cloudformation/` CloudFormation,
-`/_emulator/...` the operator's routes (emulator/admin.py, not AWS). SigV4 (when keys are configured)
+`/_emulator/...` the operator's routes (emulator/admin.py, not AWS), `/v1/...` OpenAI's audio routes in
+front of the endpoints (emulator/openai_routes.py, not AWS either). SigV4 (when keys are configured)
 is checked once for every AWS route, before it runs (emulator.wire.auth).
 
 `make_services` builds each service over the one store and gives CloudFormation the one way it reaches
@@ -31,6 +32,7 @@ from emulator.controller.reconcile import Controller
 from emulator.controller.routing import Router
 from emulator.controller.runtimes import Runtime
 from emulator.controller.store import Store
+from emulator.openai_routes import openai_blueprint
 from emulator.services.agentcore import routes as agentcore_routes
 from emulator.services.agentcore.control import AgentRuntimeControl
 from emulator.services.autoscaling import routes as autoscaling_routes
@@ -135,6 +137,7 @@ def create_app(services: Services) -> Quart:
         *sts_routes.blueprints(services.sts),
         *cloudformation_routes.blueprints(services.cloudformation),
         admin_blueprint(services.store, services.info, services.bedrock_requests),
+        openai_blueprint(services.config, services.router, services.http),
     ]
     for blueprint in blueprints:
         app.register_blueprint(blueprint)

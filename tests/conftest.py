@@ -48,7 +48,8 @@ def torch_tts_server(torch_model_dir: Path) -> Iterator[Server]:
 @pytest.fixture(scope="session")
 def kokoro_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     """The emulator with the default manifest's Kokoro endpoint (`kokoro-82m`, the real tts container)
-    and nothing else: shared by the OpenAI routes' tests of the emulator and of the gateway."""
+    and nothing else, checking SigV4 (the gateway's boto3 signs; OpenAI's routes are not AWS and are
+    not signed): shared by the OpenAI routes' tests of the emulator and of the gateway."""
     from emulator.manifest import DEFAULT_MANIFEST, Manifest, load_manifest
     from emulator.server import emulator_in_thread
     from tests.emulator.support import fast_config
@@ -61,6 +62,10 @@ def kokoro_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulat
             ]
         }
     )
-    config = fast_config(tmp_path_factory.mktemp("kokoro-emulator"), startup_timeout_s=240)
+    config = fast_config(
+        tmp_path_factory.mktemp("kokoro-emulator"),
+        startup_timeout_s=240,
+        sigv4_keys={"AKIAOPENAIROUTES": "a-secret-only-this-test-knows"},
+    )
     with emulator_in_thread(config, speech_only) as running:
         yield running

@@ -15,7 +15,7 @@ CHANNELS = 1
 SAMPLE_BYTES = 2  # s16le
 PCM_BYTES_PER_S = SAMPLE_RATE * CHANNELS * SAMPLE_BYTES  # 48,000
 
-AUDIO_FORMATS = ("pcm", "wav", "mp3", "aac", "opus")
+AUDIO_FORMATS = ("pcm", "wav", "mp3", "aac", "opus", "flac")
 """The formats a client may ask for (tts/wire/encoders.py implements each)."""
 MEDIA_TYPES = {
     "pcm": f"audio/pcm;rate={SAMPLE_RATE};channels={CHANNELS}",
@@ -23,6 +23,7 @@ MEDIA_TYPES = {
     "mp3": "audio/mpeg",
     "aac": "audio/aac",
     "opus": "audio/ogg;codecs=opus",
+    "flac": "audio/flac",
 }
 
 DEFAULT_VOICE = "jm_kumo"

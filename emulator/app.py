@@ -6,7 +6,8 @@ recorded, not applied), `/endpoints/<name>/invocations*` the SageMaker runtime a
 stream, `/model/<id>/converse*` Bedrock Runtime, `/runtimes/...` Bedrock AgentCore (control plane,
 and `/runtimes/<ARN>/invocations` its data plane), `/sts/` STS, `/cloudformation/` CloudFormation,
 CloudWatch awsJson1.0 on the same `POST /`, `/_emulator/...` the operator's routes (emulator/admin.py,
-not AWS). SigV4 (when keys are configured) is checked once for every AWS route, before it runs
+not AWS), `/v1/...` OpenAI's audio routes in front of the endpoints (emulator/openai_routes.py, not AWS
+either). SigV4 (when keys are configured) is checked once for every AWS route, before it runs
 (emulator.wire.auth).
 
 `make_services` builds each service over the one store and gives CloudFormation the one way it reaches
@@ -33,6 +34,7 @@ from emulator.controller.routing import Router
 from emulator.controller.runtimes import Runtime
 from emulator.controller.store import Store
 from emulator.images.assets import DockerImageAssets
+from emulator.openai_routes import openai_blueprint
 from emulator.services.agentcore import routes as agentcore_routes
 from emulator.services.agentcore.control import AgentRuntimeControl
 from emulator.services.autoscaling import routes as autoscaling_routes
@@ -162,6 +164,7 @@ def create_app(services: Services) -> Quart:
         admin_blueprint(
             services.store, services.info, services.bedrock_requests, services.cloudwatch.metrics
         ),
+        openai_blueprint(services.config, services.router, services.http),
     ]
     for blueprint in blueprints:
         app.register_blueprint(blueprint)

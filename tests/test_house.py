@@ -25,7 +25,7 @@ import pytest
 from tests.support.paths import REPO
 
 SHARED = ("facts",)
-SHIPPED = ("tts", "emulator", "agent", "deploy")
+SHIPPED = ("tts", "emulator", "agent", "deploy", "gateway")
 DEV_TOOLS = ("tools", "local_stack", "benchmarks")
 TOOLS = (*DEV_TOOLS, "tests")
 DEV_ONLY = ("pytest", "hypothesis", "testcontainers", "matplotlib", "playwright", "faster_whisper", "moto")
@@ -36,6 +36,7 @@ ALLOWED = {
     "agent": ("agent", "tts.wire.sse", "tts.text.speech_text", *SHARED),
     "emulator": ("emulator", *SHARED),
     "deploy": ("deploy", "agent.config", *SHARED),
+    "gateway": ("gateway", *SHARED),
     "tools": ("tools", *SHIPPED, *SHARED),
     "local_stack": ("local_stack", "tools", *SHIPPED, *SHARED),
     "benchmarks": ("benchmarks", "local_stack", "tools", *SHIPPED, *SHARED),
@@ -46,6 +47,7 @@ LAYERS = {
     "tts": {
         "tts.config": 0,
         "tts.text": 1,
+        "tts.voices": 1,
         "tts.wire": 2,
         "tts.engines.base": 2,
         "tts.engines.decode": 2,

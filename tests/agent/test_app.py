@@ -31,7 +31,7 @@ def test_a_valid_payload_becomes_a_turn_with_defaults():
         ({"prompt": "x" * 4001}, "prompt_too_long"),
         ({"prompt": "Hi", "mode": "stream"}, "invalid_mode"),
         ({"prompt": "Hi", "voice": ""}, "invalid_voice"),
-        ({"prompt": "Hi", "format": "flac"}, "invalid_format"),
+        ({"prompt": "Hi", "format": "vorbis"}, "invalid_format"),
     ],
 )
 def test_bad_payloads_are_typed_errors(payload, code):

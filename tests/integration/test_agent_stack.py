@@ -68,7 +68,7 @@ def test_bidi_speaks_before_the_answer_is_complete(stack):
     [
         ({"mode": "bidi"}, "missing_prompt"),
         ({"prompt": "Hi", "mode": "shout"}, "invalid_mode"),
-        ({"prompt": "Hi", "format": "flac"}, "invalid_format"),
+        ({"prompt": "Hi", "format": "vorbis"}, "invalid_format"),
         (["not", "an", "object"], "invalid_payload"),
     ],
 )

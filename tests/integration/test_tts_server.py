@@ -89,7 +89,7 @@ async def test_every_bad_input_is_answered_and_the_session_survives(tts_server):
         json.dumps({"text": "x" * 5000}),
         '{"text": "Hi.", "voice": "af_nobody"}',
         '{"text": "Hi.", "speed": 7}',
-        '{"text": "Hi.", "format": "flac"}',
+        '{"text": "Hi.", "format": "vorbis"}',
         '{"type": "teleport"}',
     ]
     expected = [
@@ -256,7 +256,7 @@ async def test_invocations_sse(tts_server):
         (b"{", "invalid_json"),
         (b"[]", "not_an_object"),
         (b"{}", "missing_text"),
-        (b'{"text": "hi", "format": "flac"}', "unknown_format"),
+        (b'{"text": "hi", "format": "vorbis"}', "unknown_format"),
         (b'{"text": "hi", "transport": "x"}', "invalid_transport"),
     ],
 )

@@ -31,7 +31,7 @@ WEBSOCKET_CASES = [
     ("5000 characters", json.dumps({"text": "x" * 5000}), "text_too_long"),
     ("unknown voice", '{"text": "Hi.", "voice": "af_nobody"}', "unknown_voice"),
     ("speed 7", '{"text": "Hi.", "speed": 7}', "invalid_speed"),
-    ("format flac", '{"text": "Hi.", "format": "flac"}', "unknown_format"),
+    ("format vorbis", '{"text": "Hi.", "format": "vorbis"}', "unknown_format"),
     ("unknown type", '{"type": "teleport"}', "unknown_type"),
     ("lone surrogate in request_id", '{"text": "Hi.", "request_id": "\\ud800"}', "invalid_unicode"),
     ("4301-digit integer", '{"text": "Hi.", "speed": ' + HUGE + "}", "invalid_json"),
@@ -52,7 +52,7 @@ INVOCATION_CASES = [
     ("not JSON", b"{", {}, 400, "invalid_json"),
     ("an array", b"[]", {}, 400, "not_an_object"),
     ("no text", b"{}", {}, 400, "missing_text"),
-    ("format flac", b'{"text": "hi", "format": "flac"}', {}, 400, "unknown_format"),
+    ("format vorbis", b'{"text": "hi", "format": "vorbis"}', {}, 400, "unknown_format"),
     ("unknown transport", b'{"text": "hi", "transport": "x"}', {}, 400, "invalid_transport"),
     ("4301-digit integer", b'{"text": "Hi.", "speed": ' + HUGE.encode() + b"}", {}, 400, "invalid_json"),
     (

@@ -30,6 +30,7 @@ from tts.config import MAX_PHONEME_TOKENS
 from tts.engines.decode import WindowDecoder
 from tts.text.g2p import Phonemizer, split_tokens
 from tts.text.timings import MappingCancelled, WordTokens, word_tokens
+from tts.voices import blend_pack
 
 WARMUP_TEXT = "Warming up the voice."
 
@@ -136,6 +137,11 @@ class SpeechEngine[Array](ABC):
         return WindowDecoder(
             lambda ranges: self.decode_windows(features, ranges, run_flag), features.frames, context_frames
         )
+
+    def voice_pack(self, voice: str) -> np.ndarray:
+        """The [510, 256] style pack of a loaded voice or of a blend of them (`tts/voices.py`: the
+        weighted average of its parts' packs; a few microseconds, so computed per segment)."""
+        return blend_pack(self.voices, voice)
 
     def synthesize(
         self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None

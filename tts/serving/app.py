@@ -6,7 +6,9 @@ module frames and encodes, the session runs a WebSocket conversation.
 `POST /invocations` answers every bad request with typed JSON before any audio: 415 for a media type
 other than JSON, 413 for a body over `TTS_MAX_BODY_BYTES` (read as a stream, refused as soon as it is
 over), 400 for a bad message, including a text that turns out to have nothing to speak (the response
-starts only once the first audio frame exists).
+starts only once the first audio frame exists). The same route reads OpenAI's speech body
+(`tts/wire/openai_speech.py`, told by its shape), answered and refused in OpenAI's shapes, and
+`{"type": "voices"}`, the voice list.
 """
 
 from __future__ import annotations
@@ -32,12 +34,15 @@ from tts.serving.model_host import ModelHost
 from tts.serving.session import Session
 from tts.serving.streaming import AudioStats, SynthesisFailed, audio_frames
 from tts.text.timings import TimedWords
-from tts.wire import protocol
+from tts.wire import openai_speech, protocol
 from tts.wire.audio import frame_bytes
-from tts.wire.protocol import ProtocolError, check_media_type, parse_invocation
+from tts.wire.openai_speech import SpeechRequest, is_speech_body, parse_speech
+from tts.wire.protocol import ProtocolError, Synthesize, check_media_type, decode, invocation_request
 from tts.wire.sse import encode_event
 
 log = logging.getLogger("tts.serving.app")
+
+type Frames = AsyncIterator[bytes | TimedWords]
 
 # HTTP status of each error code on `POST /invocations`; every other code is a 400.
 HTTP_STATUS = {
@@ -54,6 +59,13 @@ def _error(error: ProtocolError) -> Response:
         json.dumps(error.to_json()),
         status_code=HTTP_STATUS.get(error.code, 400),
         media_type="application/json",
+    )
+
+
+def _openai_error(error: ProtocolError) -> Response:
+    status = HTTP_STATUS.get(error.code, 400)
+    return Response(
+        json.dumps(openai_speech.error_body(error, status)), status_code=status, media_type="application/json"
     )
 
 
@@ -90,17 +102,12 @@ def create_app(config: TTSConfig) -> Starlette:
         engine, load = host.engine, host.scheduler.load if host.scheduler else None
         return JSONResponse({"status": "ok", "engine": engine.name, "device": engine.device, "load": load})
 
-    async def invocations(request: Request) -> Response:
-        if not host.ready.is_set() or host.scheduler is None or host.catalog is None:
-            return _not_ready(host)
-        try:
-            check_media_type(request.headers.get("content-type"))
-            body = await _read_body(request, config.max_body_bytes)
-            synth, transport = parse_invocation(body, host.catalog)
-        except ProtocolError as error:
-            publish_error(error.code)  # a synthesis failure is counted where it is found (streaming)
-            return _error(error)
-        job = host.scheduler.submit(object(), synth)
+    async def start(synth: Synthesize) -> tuple[Job, AudioStats, bytes | TimedWords | None, Frames]:
+        """Submit the job and wait for its first frame, so that a failure is still a typed answer."""
+        scheduler = host.scheduler
+        if scheduler is None:
+            raise ProtocolError("not_ready", host.load_error or "model is loading")
+        job = scheduler.submit(object(), synth)
         stats = AudioStats()
         frames = audio_frames(
             job, frame_bytes(config.frame_ms), stats, lambda: host.scheduler and host.scheduler.load
@@ -108,15 +115,53 @@ def create_app(config: TTSConfig) -> Starlette:
         try:
             first = await anext(frames, None)
         except SynthesisFailed as exc:
-            return _error(ProtocolError(exc.code, str(exc), synth.request_id))
+            raise ProtocolError(exc.code, str(exc), synth.request_id) from exc
         except BaseException:
             _release(host, job)
             raise
+        return job, stats, first, frames
+
+    async def invocations(request: Request) -> Response:
+        if not host.ready.is_set() or host.scheduler is None or host.catalog is None:
+            return _not_ready(host)
+        try:
+            check_media_type(request.headers.get("content-type"))
+            obj = decode(await _read_body(request, config.max_body_bytes))
+        except ProtocolError as error:
+            publish_error(error.code)  # a synthesis failure is counted where it is found (streaming)
+            return _error(error)
+        if obj.get("type") == "voices":
+            return JSONResponse(protocol.voice_list(host.catalog))
+        if is_speech_body(obj):
+            try:
+                speech = parse_speech(obj, host.catalog)
+                return await openai_response(speech, *await start(speech.synthesize))
+            except ProtocolError as error:
+                publish_error(error.code)
+                return _openai_error(error)
+        try:
+            synth, transport = invocation_request(obj, host.catalog)
+            job, stats, first, frames = await start(synth)
+        except ProtocolError as error:
+            publish_error(error.code)
+            return _error(error)
         if transport == "sse":
             return StreamingResponse(
                 _sse_events(host, job, first, frames, stats), media_type="text/event-stream"
             )
         return StreamingResponse(_binary_body(host, job, first, frames), media_type=MEDIA_TYPES[synth.format])
+
+    async def openai_response(
+        speech: SpeechRequest, job: Job, stats: AudioStats, first: bytes | TimedWords | None, frames: Frames
+    ) -> Response:
+        if speech.captioned:
+            return await _captioned(host, job, first, frames)
+        if speech.stream_format == "sse":
+            return StreamingResponse(
+                _openai_sse_events(host, job, first, frames, stats), media_type="text/event-stream"
+            )
+        media_type = MEDIA_TYPES[speech.synthesize.format]
+        return StreamingResponse(_binary_body(host, job, first, frames), media_type=media_type)
 
     async def bidirectional(websocket: WebSocket) -> None:
         if not host.ready.is_set() or host.scheduler is None or host.catalog is None:
@@ -181,6 +226,40 @@ async def _sse_events(
         yield encode_event(protocol.audio_stream_end(request, stats.frames, stats.duration_s))
     finally:
         _release(host, job)
+
+
+async def _openai_sse_events(
+    host: ModelHost, job: Job, first: bytes | TimedWords | None, frames: Frames, stats: AudioStats
+) -> AsyncIterator[bytes]:
+    """OpenAI's `stream_format: sse`: a `speech.audio.delta` per frame, then `speech.audio.done`."""
+    try:
+        try:
+            async for frame in _prepend(first, frames):
+                if isinstance(frame, bytes):
+                    yield encode_event(openai_speech.audio_delta(frame))
+        except SynthesisFailed as exc:
+            error = ProtocolError(exc.code, str(exc), job.request.request_id)
+            yield encode_event(openai_speech.stream_error(error))
+            return
+        yield encode_event(openai_speech.audio_done(len(job.request.text), stats.frames))
+    finally:
+        _release(host, job)
+
+
+async def _captioned(host: ModelHost, job: Job, first: bytes | TimedWords | None, frames: Frames) -> Response:
+    """The whole audio and its words in one JSON answer (Kokoro-FastAPI's captioned speech)."""
+    audio, words = bytearray(), []
+    try:
+        async for frame in _prepend(first, frames):
+            if isinstance(frame, TimedWords):
+                words.append(frame)
+            else:
+                audio += frame
+    except SynthesisFailed as exc:
+        return _openai_error(ProtocolError(exc.code, str(exc), job.request.request_id))
+    finally:
+        _release(host, job)
+    return JSONResponse(openai_speech.captioned(job.request, bytes(audio), words))
 
 
 async def _prepend[Item](first: Item | None, rest: AsyncIterator[Item]) -> AsyncIterator[Item]:

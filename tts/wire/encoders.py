@@ -2,7 +2,7 @@
 
 Every path (WebSocket frames, chunked HTTP, SSE) feeds PCM as it is computed and sends whatever bytes
 the encoder has produced so far, so no format holds audio back longer than its codec must. Compressed
-formats go through PyAV (ffmpeg's libmp3lame, native AAC in ADTS, libopus in Ogg with 20 ms pages:
+formats go through PyAV (ffmpeg's libmp3lame, native AAC in ADTS, FLAC, libopus in Ogg with 20 ms pages:
 the Ogg muxer's default would hold about a second of pages).
 """
 
@@ -21,6 +21,7 @@ _AV_SETTINGS = {
     "mp3": ("mp3", "libmp3lame", 64_000, {}),
     "aac": ("adts", "aac", 64_000, {}),
     "opus": ("ogg", "libopus", 32_000, {"page_duration": "20000"}),
+    "flac": ("flac", "flac", 0, {}),  # lossless: no bit rate; STREAMINFO's length stays 0 (unseekable)
 }
 
 
@@ -102,7 +103,8 @@ class AvEncoder:
         self._sink = _Sink()
         self._container = av.open(self._sink, mode="w", format=container_format, options=options)
         self._stream = self._container.add_stream(codec, rate=SAMPLE_RATE, layout="mono")
-        self._stream.bit_rate = bit_rate
+        if bit_rate:
+            self._stream.bit_rate = bit_rate
         self._samples = 0
         self._closed = False
 

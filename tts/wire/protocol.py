@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from facts import AUDIO_FORMATS, CHANNELS, SAMPLE_RATE
 from tts.text.speech_text import speech_text
 from tts.text.timings import TimedWords
+from tts.voices import VoiceError, canonical_voice, voice_info
 
 MIN_SPEED, MAX_SPEED = 0.5, 2.0
 TRANSPORTS = ("binary", "sse")
@@ -86,6 +87,12 @@ class Close:
     pass
 
 
+@dataclass(frozen=True)
+class Voices:
+    """`{"type": "voices"}`: the voice list (`voice_list`); on `POST /invocations`, the one route
+    SageMaker passes on, so the OpenAI `/v1/audio/voices` in front of an endpoint can ask for it."""
+
+
 Message = Synthesize | Cancel | Close
 
 
@@ -99,7 +106,7 @@ def _reject_constant(name: str) -> float:
     raise ProtocolError("invalid_json", f"message is not JSON: {name} is not a JSON number")
 
 
-def _decode(raw: str | bytes) -> dict[str, object]:
+def decode(raw: str | bytes) -> dict[str, object]:
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8")
@@ -175,7 +182,9 @@ def _spoken_text(text: str, lang: str, request_id: str) -> str:
     return spoken
 
 
-def _synthesize(obj: dict[str, object], catalog: Catalog, transports: tuple[str, ...]) -> Synthesize:
+def synthesize_request(obj: dict[str, object], catalog: Catalog, transports: tuple[str, ...]) -> Synthesize:
+    """A decoded message object -> the typed request, or ProtocolError (the rules of every transport,
+    the OpenAI speech body's included: `openai_speech.py` maps its fields onto these)."""
     request_id = _request_id(obj)
     if "text" not in obj or obj["text"] is None:
         raise ProtocolError("missing_text", "message has no 'text'", request_id)
@@ -190,9 +199,10 @@ def _synthesize(obj: dict[str, object], catalog: Catalog, transports: tuple[str,
         )
     text = _readable_text(text, request_id)
     voice = _optional_str(obj, "voice", request_id) or catalog.default_voice
-    if voice not in catalog.voices:
-        known = ", ".join(sorted(catalog.voices))
-        raise ProtocolError("unknown_voice", f"unknown voice {_show(voice)}; available: {known}", request_id)
+    try:
+        voice = canonical_voice(voice, catalog.voices)
+    except VoiceError as error:
+        raise ProtocolError(error.code, str(error), request_id) from None
     speed = obj.get("speed", 1.0)
     if isinstance(speed, bool) or not isinstance(speed, int | float):
         raise ProtocolError("invalid_speed", "'speed' must be a number", request_id)
@@ -234,10 +244,10 @@ def _synthesize(obj: dict[str, object], catalog: Catalog, transports: tuple[str,
 
 def parse_message(raw: str | bytes, catalog: Catalog) -> Message:
     """One WebSocket message (text or binary frame) -> a typed message, or ProtocolError."""
-    obj = _decode(raw)
+    obj = decode(raw)
     kind = obj.get("type", "synthesize")
     if kind == "synthesize":
-        return _synthesize(obj, catalog, WEBSOCKET_TRANSPORTS)
+        return synthesize_request(obj, catalog, WEBSOCKET_TRANSPORTS)
     if kind == "cancel":
         request_id = _optional_str(obj, "request_id", None)
         return Cancel(None if request_id is None else _valid_unicode(request_id, "request_id", None))
@@ -263,8 +273,12 @@ def check_media_type(content_type: str | None) -> None:
 
 def parse_invocation(body: bytes, catalog: Catalog) -> tuple[Synthesize, str]:
     """A `POST /invocations` body -> the request and its transport (`binary` or `sse`)."""
-    obj = _decode(body)
-    request = _synthesize(obj, catalog, TRANSPORTS)
+    return invocation_request(decode(body), catalog)
+
+
+def invocation_request(obj: dict[str, object], catalog: Catalog) -> tuple[Synthesize, str]:
+    """A decoded `POST /invocations` object in our own vocabulary -> the request and its transport."""
+    request = synthesize_request(obj, catalog, TRANSPORTS)
     transport = str(obj.get("transport", TRANSPORTS[0]))
     if request.timestamps and transport != "sse":
         raise ProtocolError(
@@ -309,6 +323,18 @@ def words(request: Synthesize, timed: TimedWords) -> dict[str, object]:
         "type": "words",
         "request_id": request.request_id,
         "words": [{"text": w.text, "start_ms": w.start_ms, "end_ms": w.end_ms} for w in timed.words],
+    }
+
+
+def voice_list(catalog: Catalog) -> dict[str, object]:
+    """Every loaded voice: `voices` as Kokoro-FastAPI's `/v1/audio/voices` lists them (names), `data`
+    with each one's language and gender where Kokoro's naming says (`tts/voices.py`)."""
+    names = sorted(catalog.voices)
+    return {
+        "type": "voices",
+        "voices": names,
+        "default": catalog.default_voice,
+        "data": [voice_info(name).to_json() for name in names],
     }
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 from quart import Blueprint, Response, request
 
 from emulator.config import EmulatorConfig
-from emulator.controller.routing import Route, Router, RoutingError
+from emulator.controller.routing import Lease, Route, Router, RoutingError
 from emulator.services.sagemaker.errors import model_error, routing_error
 from emulator.wire import eventstream
 from emulator.wire.awserrors import AwsError, render_errors, request_id, rest_json_error
@@ -39,33 +40,80 @@ TIMED_OUT = (
 )
 
 
+@dataclass
+class Invocation:
+    """One request forwarded to a replica's `POST /invocations`: its answer is open (streamed) until
+    `close`, which also ends the replica's lease."""
+
+    route: Route
+    upstream: httpx.Response
+    lease: Lease
+
+    async def close(self) -> None:
+        try:
+            await self.upstream.aclose()
+        finally:
+            self.lease.release()
+
+
+async def open_invocation(
+    config: EmulatorConfig,
+    router: Router,
+    http: httpx.AsyncClient,
+    name: str,
+    body: bytes,
+    headers: dict[str, str],
+    variant: str | None = None,
+) -> Invocation:
+    """The path every invocation of an endpoint takes (InvokeEndpoint, its response stream, and the
+    OpenAI routes in front of them, emulator/openai_routes.py): the payload limit, a replica of the
+    endpoint, the fidelity's inbound delay, the replica's answer opened as a stream. A routing failure
+    is SageMaker's error; no answer from the container is the 424 with status 0."""
+    if len(body) > MAX_PAYLOAD:
+        raise AwsError("ValidationError", f"Request payload is larger than {MAX_PAYLOAD} bytes.")
+    try:
+        route = router.route(name, variant)
+    except RoutingError as err:
+        raise routing_error(err) from err
+    await Delay(config.latency_in_ms, config.jitter_in_ms).hold(time.monotonic())
+    host, port = route.replica.address or ("127.0.0.1", 0)
+    lease = route.lease()
+    try:
+        upstream = await http.send(
+            http.build_request(
+                "POST",
+                f"http://{host}:{port}/invocations",
+                content=body,
+                headers=headers,
+                timeout=config.invoke_timeout_s,
+            ),
+            stream=True,
+        )
+    except httpx.HTTPError as exc:
+        lease.release()
+        if isinstance(exc, httpx.TimeoutException):
+            raise model_error(config, route, 0, TIMED_OUT) from exc
+        raise model_error(config, route, 0, f"could not reach the container: {exc}") from exc
+    return Invocation(route, upstream, lease)
+
+
 def runtime_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncClient) -> Blueprint:
     bp = Blueprint("sagemaker_runtime", __name__)
     render_errors(bp, rest_json_error)
 
-    async def prepare(name: str) -> tuple[bytes, Route, dict[str, str]]:
+    async def forward(name: str) -> Invocation:
         body = await request.get_data()
-        if len(body) > MAX_PAYLOAD:
-            raise AwsError("ValidationError", f"Request payload is larger than {MAX_PAYLOAD} bytes.")
-        try:
-            route = router.route(name, request.headers.get("X-Amzn-SageMaker-Target-Variant"))
-        except RoutingError as err:
-            raise routing_error(err) from err
         headers = {h: request.headers[h] for h in FORWARDED if h in request.headers}
         if "X-Amzn-SageMaker-Accept" in request.headers:
             headers["Accept"] = request.headers["X-Amzn-SageMaker-Accept"]
-        await Delay(config.latency_in_ms, config.jitter_in_ms).hold(time.monotonic())
-        return body, route, headers
-
-    def url(route: Route) -> str:
-        host, port = route.replica.address or ("127.0.0.1", 0)
-        return f"http://{host}:{port}/invocations"
-
-    def unreachable(route: Route, exc: httpx.HTTPError) -> AwsError:
-        """No answer from the container (refused, reset, timed out): SageMaker's 424 with status 0."""
-        if isinstance(exc, httpx.TimeoutException):
-            return model_error(config, route, 0, TIMED_OUT)
-        return model_error(config, route, 0, f"could not reach the container: {exc}")
+        variant = request.headers.get("X-Amzn-SageMaker-Target-Variant")
+        invocation = await open_invocation(config, router, http, name, body, headers, variant)
+        upstream = invocation.upstream
+        if not 200 <= upstream.status_code < 300:
+            text = (await upstream.aread()).decode(errors="replace")
+            await invocation.close()
+            raise model_error(config, invocation.route, upstream.status_code, text)
+        return invocation
 
     def response_headers(route: Route, upstream: httpx.Response) -> dict[str, str]:
         headers = {
@@ -80,49 +128,26 @@ def runtime_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
 
     @bp.post("/endpoints/<name>/invocations")
     async def invoke(name: str) -> Response:
-        body, route, headers = await prepare(name)  # an AwsError is answered by render_errors
-        lease = route.lease()
+        invocation = await forward(name)  # an AwsError is answered by render_errors
         try:
-            upstream = await http.post(
-                url(route), content=body, headers=headers, timeout=config.invoke_timeout_s
-            )
+            content = await invocation.upstream.aread()
         except httpx.HTTPError as exc:
-            raise unreachable(route, exc) from exc
+            raise model_error(config, invocation.route, 0, f"could not reach the container: {exc}") from exc
         finally:
-            lease.release()
-        if not 200 <= upstream.status_code < 300:
-            raise model_error(config, route, upstream.status_code, upstream.text)
+            await invocation.close()
+        upstream = invocation.upstream
         await Delay(config.latency_out_ms, config.jitter_out_ms).hold(time.monotonic())
-        out_headers = response_headers(route, upstream)
         return Response(
-            upstream.content,
+            content,
             status=200,
             content_type=upstream.headers.get("Content-Type", "application/octet-stream"),
-            headers=out_headers,
+            headers=response_headers(invocation.route, upstream),
         )
 
     @bp.post("/endpoints/<name>/invocations-response-stream")
     async def invoke_stream(name: str) -> Response:
-        body, route, headers = await prepare(name)  # an AwsError is answered by render_errors
-        lease = route.lease()
-        try:
-            upstream = await http.send(
-                http.build_request(
-                    "POST", url(route), content=body, headers=headers, timeout=config.invoke_timeout_s
-                ),
-                stream=True,
-            )
-            if not 200 <= upstream.status_code < 300:
-                text = (await upstream.aread()).decode(errors="replace")
-                await upstream.aclose()
-                raise model_error(config, route, upstream.status_code, text)
-        except AwsError:
-            lease.release()
-            raise
-        except httpx.HTTPError as exc:
-            lease.release()
-            raise unreachable(route, exc) from exc
-
+        invocation = await forward(name)  # an AwsError is answered by render_errors
+        upstream, route = invocation.upstream, invocation.route
         rechunker = Rechunker(config.rechunk, config.rechunk_seed)
         delay = Delay(config.latency_out_ms, config.jitter_out_ms)
 
@@ -136,8 +161,7 @@ def runtime_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
             except httpx.HTTPError as exc:
                 yield _stream_error("StreamBroken", f"the connection to the model container broke: {exc}")
             finally:
-                await upstream.aclose()
-                lease.release()
+                await invocation.close()
 
         out_headers = response_headers(route, upstream)
         out_headers["X-Amzn-SageMaker-Content-Type"] = upstream.headers.get(

@@ -29,7 +29,7 @@ def decoded_seconds(data: bytes) -> float:
         return sum(frame.samples for frame in container.decode(stream)) / stream.sample_rate
 
 
-@pytest.mark.parametrize("fmt", ["wav", "mp3", "aac", "opus"])
+@pytest.mark.parametrize("fmt", ["wav", "mp3", "aac", "opus", "flac"])
 def test_each_format_decodes_to_the_input_duration(fmt):
     data = b"".join(encode_in_frames(fmt, tone(2.0)))
     assert decoded_seconds(data) == pytest.approx(2.0, abs=0.08)
@@ -60,9 +60,20 @@ def test_every_format_has_an_encoder_and_a_media_type_and_unknown_ones_are_rejec
         encoder = make_encoder(fmt)
         assert encoder.encode(b"\0\0" * 2400) + encoder.flush(), fmt
     with pytest.raises(ValueError, match="unknown audio format"):
-        make_encoder("flac")
+        make_encoder("vorbis")
 
 
 def test_float_to_pcm16_clips():
     pcm = np.frombuffer(float_to_pcm16(np.array([-2.0, -1.0, 0.0, 0.5, 1.0, 3.0])), dtype="<i2")
     assert pcm.tolist() == [-32767, -32767, 0, 16383, 32767, 32767]
+
+
+def test_flac_is_lossless_and_streams_before_the_end():
+    pcm = tone(1.0)
+    chunks = encode_in_frames("flac", pcm)
+    assert sum(len(c) for c in chunks[:3]) > 0, "flac held back the first 0.6 s of audio"
+    with av.open(io.BytesIO(b"".join(chunks))) as container:
+        decoded = b"".join(
+            bytes(frame.to_ndarray().astype("<i2").tobytes()) for frame in container.decode(audio=0)
+        )
+    assert decoded == pcm

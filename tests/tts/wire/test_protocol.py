@@ -74,7 +74,7 @@ def test_cancel_and_close():
         ('{"text": "Hi.", "speed": 9}', "invalid_speed"),
         ('{"text": "Hi.", "speed": "fast"}', "invalid_speed"),
         ('{"text": "Hi.", "speed": true}', "invalid_speed"),
-        ('{"text": "Hi.", "format": "flac"}', "unknown_format"),
+        ('{"text": "Hi.", "format": "vorbis"}', "unknown_format"),
         ('{"text": "Hi.", "lang": "xx-yy"}', "unknown_language"),
         ('{"text": "Hi.", "request_id": "\\ud800"}', "invalid_unicode"),
         ('{"text": "", "request_id": "\\ud800"}', "invalid_unicode"),
@@ -163,3 +163,12 @@ def test_invocation_transport():
     with pytest.raises(ProtocolError) as caught:
         parse_invocation(b'{"text": "Hi.", "transport": "carrier-pigeon"}', CATALOG)
     assert caught.value.code == "invalid_transport"
+
+
+def test_a_blend_is_a_voice_on_our_messages_too():
+    message = parse_message('{"text": "Hi.", "voice": "jm_kumo(3)+jf_nezumi(1)"}', CATALOG)
+    assert isinstance(message, Synthesize)
+    assert message.voice == "jm_kumo(0.75)+jf_nezumi(0.25)"
+    with pytest.raises(ProtocolError) as caught:
+        parse_message('{"text": "Hi.", "voice": "jm_kumo+af_nobody"}', CATALOG)
+    assert caught.value.code == "unknown_voice"

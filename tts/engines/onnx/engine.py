@@ -129,7 +129,7 @@ class OnnxEngine(SpeechEngine[np.ndarray]):
         self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None
     ) -> Features[np.ndarray]:
         """The text side for one segment (a few percent of the work)."""
-        style = style_row(self.voices[voice], len(tokens))
+        style = style_row(self.voice_pack(voice), len(tokens))
         feeds = {
             "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
             STYLE: style,

@@ -135,7 +135,7 @@ class TorchEngine(SpeechEngine[torch.Tensor]):
         self, tokens: list[int], voice: str, speed: float, run_flag: RunFlag | None = None
     ) -> Features[torch.Tensor]:
         """The text side for one segment."""
-        style = torch.from_numpy(style_row(self.voices[voice], len(tokens))).to(self._device)
+        style = torch.from_numpy(style_row(self.voice_pack(voice), len(tokens))).to(self._device)
         self._running.flag = run_flag
         try:
             return self.text_side(tokens, style, speed)

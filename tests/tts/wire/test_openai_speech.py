@@ -1,0 +1,85 @@
+"""OpenAI's speech body read into our request: defaults, the speed clamp, blends, and errors in OpenAI's
+envelope naming the field."""
+
+import pytest
+
+from tts.wire.openai_speech import error_body, is_speech_body, parse_speech
+from tts.wire.protocol import Catalog, ProtocolError
+
+CATALOG = Catalog(
+    voices=frozenset({"jm_kumo", "jf_nezumi"}),
+    languages=frozenset({"en-us"}),
+    default_voice="jm_kumo",
+    default_lang="en-us",
+    max_text_chars=50,
+)
+
+
+def test_the_shape_tells_openais_body_from_ours():
+    assert is_speech_body({"model": "tts-1", "input": "Hi.", "voice": "jm_kumo"})
+    assert is_speech_body({"input": "Hi.", "voice": "jm_kumo"})
+    assert not is_speech_body({"text": "Hi.", "voice": "jm_kumo"})
+    assert not is_speech_body({"input": "Hi."})
+
+
+def test_openais_defaults_and_our_request():
+    speech = parse_speech({"model": "tts-1", "input": "Hello.", "voice": "jf_nezumi"}, CATALOG)
+    request = speech.synthesize
+    assert (request.text, request.voice, request.format, request.speed) == ("Hello.", "jf_nezumi", "mp3", 1.0)
+    assert (speech.stream_format, speech.transport, request.timestamps) == ("audio", "binary", False)
+
+
+@pytest.mark.parametrize(("asked", "spoken"), [(0.25, 0.5), (0.5, 0.5), (1.5, 1.5), (4.0, 2.0)])
+def test_speed_within_openais_range_is_clamped_to_kokoros(asked, spoken):
+    assert (
+        parse_speech({"input": "Hi.", "voice": "jm_kumo", "speed": asked}, CATALOG).synthesize.speed == spoken
+    )
+
+
+def test_sse_captions_instructions_and_blends():
+    speech = parse_speech(
+        {
+            "input": "Hi there.",
+            "voice": "jm_kumo(2)+jf_nezumi(1)",
+            "stream_format": "sse",
+            "response_format": "pcm",
+            "instructions": "Speak warmly.",
+            "return_timestamps": True,
+        },
+        CATALOG,
+    )
+    assert speech.synthesize.voice == "jm_kumo(0.6667)+jf_nezumi(0.3333)"
+    assert speech.synthesize.written == "Hi there."
+    assert (speech.transport, speech.captioned) == ("sse", True)
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "param"),
+    [
+        ({"input": "Hi.", "voice": "af_nobody"}, "unknown_voice", "voice"),
+        ({"input": "Hi.", "voice": "jm_kumo+af_nobody"}, "unknown_voice", "voice"),
+        ({"input": "Hi.", "voice": "jm_kumo(0)+jf_nezumi"}, "invalid_voice_blend", "voice"),
+        (
+            {"input": "Hi.", "voice": "jm_kumo", "response_format": "vorbis"},
+            "unknown_format",
+            "response_format",
+        ),
+        ({"input": "Hi.", "voice": "jm_kumo", "speed": 4.5}, "invalid_speed", "speed"),
+        ({"input": "Hi.", "voice": "jm_kumo", "speed": "fast"}, "invalid_speed", "speed"),
+        (
+            {"input": "Hi.", "voice": "jm_kumo", "stream_format": "ws"},
+            "invalid_stream_format",
+            "stream_format",
+        ),
+        ({"input": "", "voice": "jm_kumo"}, "empty_text", "input"),
+        ({"input": "x" * 51, "voice": "jm_kumo"}, "text_too_long", "input"),
+    ],
+)
+def test_errors_are_openai_shaped_and_name_the_field(body, code, param):
+    with pytest.raises(ProtocolError) as caught:
+        parse_speech(body, CATALOG)
+    envelope = error_body(caught.value, 400)
+    assert envelope["error"]["code"] == code
+    assert envelope["error"]["param"] == param
+    assert envelope["error"]["type"] == "invalid_request_error"
+    assert envelope["error"]["message"]

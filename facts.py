@@ -34,3 +34,9 @@ BIDI = "bidi"
 BATCH = "batch"
 MODES = (BIDI, BATCH)
 """How the agent speaks an answer: each sentence as the model writes it, or the whole answer at once."""
+
+STT_SAMPLE_RATE = 16_000
+"""What the speech-to-text container hears: 16 kHz mono s16le PCM, the rate Whisper and Silero VAD run at."""
+STT_PCM_BYTES_PER_S = STT_SAMPLE_RATE * CHANNELS * SAMPLE_BYTES  # 32,000
+STT_ENDPOINT = "whisper-stt"
+"""The speech-to-text SageMaker endpoint (compose/listen.yaml, the clients)."""

@@ -45,3 +45,8 @@ STALLS_METRIC = "Stalls"
 OVER_CAPACITY_METRIC = "SessionsOverCapacity"
 """Sessions with audio to compute beyond the capacity `/ping` claims (0 when within it)."""
 ERRORS_METRIC = "Errors"
+STT_SAMPLE_RATE = 16_000
+"""What the speech-to-text container hears: 16 kHz mono s16le PCM, the rate Whisper and Silero VAD run at."""
+STT_PCM_BYTES_PER_S = STT_SAMPLE_RATE * CHANNELS * SAMPLE_BYTES  # 32,000
+STT_ENDPOINT = "whisper-stt"
+"""The speech-to-text SageMaker endpoint (compose/listen.yaml, the clients)."""

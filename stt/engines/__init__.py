@@ -1,0 +1,1 @@
+"""The models: Whisper (faster-whisper on CTranslate2) for the words, Silero VAD (ONNX) for speech."""

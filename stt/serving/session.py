@@ -1,0 +1,164 @@
+"""One WebSocket session on `/invocations-bidirectional-stream`: PCM frames in, transcripts out.
+
+The receiver reads frames: BINARY ones are 16 kHz s16le PCM (an odd trailing byte waits for the next
+frame), TEXT ones (or BINARY ones that are a JSON object, see `looks_like_control`) are control. The
+audio goes through the VAD's turn tracker (`stt/turns.py`) as it arrives:
+
+- `speech_started` as soon as speech is confirmed (a client barges in on it);
+- `partial` while the user talks: the growing utterance re-decoded at most every `partial_interval_ms`,
+  one decode in flight at a time, so a slower machine simply gets fewer partials;
+- `final` per utterance, with its words, after `end_of_turn_ms` of silence.
+
+`{"type": "end"}` finishes the open utterance, sends every final, then `done`, and closes the stream.
+Bad input is answered with an `error` frame and the session goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import numpy as np
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from facts import SAMPLE_BYTES
+from stt.config import STTConfig
+from stt.serving.model_host import ModelHost
+from stt.turns import SpeechStarted, TurnPolicy, TurnTracker, UtteranceEnded
+from stt.wire import protocol
+from stt.wire.protocol import End, ProtocolError, looks_like_control, parse_control, pcm_samples
+
+log = logging.getLogger("stt.serving.session")
+
+
+class Session:
+    def __init__(self, websocket: WebSocket, host: ModelHost, config: STTConfig) -> None:
+        assert host.vad is not None
+        self._ws = websocket
+        self._host = host
+        self._turns = TurnTracker(TurnPolicy.from_config(config), host.vad.stream().probability)
+        self._partial_interval_s = config.partial_interval_ms / 1000
+        self._odd = b""
+        self._ended = False
+        self._send_lock = asyncio.Lock()
+        self._finals: list[asyncio.Task[None]] = []
+        self._partial: asyncio.Task[None] | None = None
+        self._partial_at = 0.0
+        self._partial_text: dict[int, str] = {}
+
+    async def run(self) -> None:
+        try:
+            while True:
+                frame = await self._ws.receive()
+                if frame["type"] == "websocket.disconnect":
+                    break
+                if frame.get("text") is not None:
+                    if await self._control(frame["text"]):
+                        break
+                elif (data := frame.get("bytes")) is not None:
+                    if looks_like_control(data):
+                        if await self._control(data):
+                            break
+                    else:
+                        await self._audio(data)
+        except WebSocketDisconnect:
+            pass
+        finally:
+            if self._partial is not None:
+                self._partial.cancel()
+            if not self._ended:
+                for task in self._finals:
+                    task.cancel()
+            await asyncio.gather(*self._finals, return_exceptions=True)
+
+    async def _send(self, message: dict[str, object]) -> None:
+        async with self._send_lock:
+            await self._ws.send_text(json.dumps(message, separators=(",", ":")))
+
+    async def _control(self, raw: str | bytes) -> bool:
+        """Returns True when the stream has ended (after `done`)."""
+        try:
+            message = parse_control(raw)
+            if self._ended:
+                raise ProtocolError("input_ended", "the stream's input has ended")
+        except ProtocolError as error:
+            await self._send(error.to_json())
+            return False
+        if not isinstance(message, End):
+            return False  # a valid `start`: the audio is what the container reads
+        self._ended = True
+        await self._on_events(self._turns.finish())
+        if self._partial is not None:
+            self._partial.cancel()
+        await asyncio.gather(*self._finals, return_exceptions=True)
+        await self._send(protocol.done(self._turns.utterances, self._turns.audio_ms))
+        await self._ws.close(1000)
+        return True
+
+    async def _audio(self, data: bytes) -> None:
+        if self._ended:
+            await self._send(ProtocolError("input_ended", "audio after `end`").to_json())
+            return
+        data = self._odd + data
+        whole = len(data) // SAMPLE_BYTES * SAMPLE_BYTES
+        self._odd = data[whole:]
+        if whole:
+            events = await asyncio.to_thread(self._turns.feed, pcm_samples(data[:whole]))
+            await self._on_events(events)
+        self._maybe_partial()
+
+    async def _on_events(self, events: list[SpeechStarted | UtteranceEnded]) -> None:
+        for event in events:
+            if isinstance(event, SpeechStarted):
+                self._partial_at = asyncio.get_running_loop().time()
+                await self._send(protocol.speech_started(event.utterance, event.start_ms))
+            else:
+                if self._partial is not None:
+                    self._partial.cancel()
+                    self._partial = None
+                previous = self._finals[-1] if self._finals else None
+                self._finals.append(asyncio.create_task(self._final(event, previous)))
+
+    def _maybe_partial(self) -> None:
+        """A partial decode of the growing utterance, when none is in flight and the interval is up."""
+        loop = asyncio.get_running_loop()
+        if not self._turns.in_utterance or (self._partial is not None and not self._partial.done()):
+            return
+        if loop.time() - self._partial_at < self._partial_interval_s:
+            return
+        self._partial_at = loop.time()
+        self._partial = asyncio.create_task(
+            self._send_partial(self._turns.utterances, self._turns.utterance_audio())
+        )
+
+    async def _send_partial(self, utterance: int, samples: np.ndarray) -> None:
+        try:
+            transcript = await self._host.decode(samples, final=False)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("partial decode failed")
+            return
+        if transcript.text and transcript.text != self._partial_text.get(utterance):
+            self._partial_text[utterance] = transcript.text
+            await self._send(protocol.partial(utterance, transcript.text))
+
+    async def _final(self, event: UtteranceEnded, previous: asyncio.Task[None] | None) -> None:
+        """Finals go out in utterance order: each waits for the one before it."""
+        try:
+            transcript = await self._host.decode(event.samples, final=True, offset_ms=event.start_ms)
+        except Exception as exc:
+            log.exception("final decode failed")
+            if previous is not None:
+                await asyncio.gather(previous, return_exceptions=True)
+            await self._send(
+                ProtocolError("transcription_failed", f"transcription failed: {type(exc).__name__}").to_json()
+            )
+            return
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        self._partial_text.pop(event.utterance, None)
+        await self._send(
+            protocol.final(event.utterance, transcript.text, transcript.words, event.start_ms, event.end_ms)
+        )

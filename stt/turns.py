@@ -1,0 +1,161 @@
+"""Turn-taking: where an utterance starts and ends in a stream of 16 kHz samples, from the VAD's speech
+probability of each 32 ms chunk. No I/O and no model: the scorer is passed in.
+
+- Speech begins at the first chunk at or above the threshold (with `speech_pad_ms` of audio before it
+  kept, so the first word's onset is not cut); it is *confirmed*, and `SpeechStarted` goes out, once
+  `min_speech_ms` of its chunks are speech. A candidate that falls silent before that is a false start
+  (a cough, a click, a burst of noise): it is dropped and counted, and no client sees it.
+- The utterance ends after `end_of_turn_ms` of chunks below the release threshold (Silero's own
+  hysteresis: threshold - 0.15), or when it reaches Whisper's 30 s window; `UtteranceEnded` carries its
+  audio with `speech_pad_ms` of the trailing silence.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from facts import STT_SAMPLE_RATE
+from stt.config import VAD_CHUNK_MS, VAD_CHUNK_SAMPLES, WHISPER_WINDOW_S, STTConfig
+
+HYSTERESIS = 0.15
+
+
+@dataclass(frozen=True)
+class TurnPolicy:
+    threshold: float = 0.5
+    end_of_turn_ms: int = 600
+    min_speech_ms: int = 200
+    speech_pad_ms: int = 200
+
+    @classmethod
+    def from_config(cls, config: STTConfig) -> TurnPolicy:
+        return cls(config.vad_threshold, config.end_of_turn_ms, config.min_speech_ms, config.speech_pad_ms)
+
+
+@dataclass(frozen=True)
+class SpeechStarted:
+    utterance: int
+    start_ms: int
+
+
+@dataclass(frozen=True)
+class UtteranceEnded:
+    utterance: int
+    samples: np.ndarray
+    start_ms: int
+    end_ms: int
+
+
+TurnEvent = SpeechStarted | UtteranceEnded
+
+
+def _chunks(ms: int) -> int:
+    return -(-ms // VAD_CHUNK_MS)
+
+
+class TurnTracker:
+    def __init__(self, policy: TurnPolicy, score: Callable[[np.ndarray], float]) -> None:
+        self._policy = policy
+        self._score = score
+        self._release = max(policy.threshold - HYSTERESIS, 0.01)
+        self._pad = _chunks(policy.speech_pad_ms)
+        self._confirm = max(1, _chunks(policy.min_speech_ms))
+        self._end = _chunks(policy.end_of_turn_ms)
+        self._max = WHISPER_WINDOW_S * 1000 // VAD_CHUNK_MS
+        self._pending = np.zeros(0, dtype=np.float32)
+        self._preroll: deque[np.ndarray] = deque(maxlen=self._pad)
+        self._chunks: list[np.ndarray] = []
+        self._chunk_index = 0  # chunks scored so far in the stream
+        self._start_chunk = 0
+        self._speech = 0
+        self._silence = 0
+        self._confirmed = False
+        self.utterances = 0
+        self.false_starts = 0
+
+    @property
+    def in_utterance(self) -> bool:
+        """True once speech is confirmed, until the utterance ends."""
+        return self._confirmed
+
+    @property
+    def audio_ms(self) -> int:
+        return self._chunk_index * VAD_CHUNK_MS
+
+    def utterance_audio(self) -> np.ndarray:
+        """The confirmed utterance so far (for a partial decode)."""
+        return np.concatenate(self._chunks) if self._confirmed else np.zeros(0, dtype=np.float32)
+
+    def feed(self, samples: np.ndarray) -> list[TurnEvent]:
+        audio = np.concatenate([self._pending, samples]) if len(self._pending) else samples
+        whole = len(audio) // VAD_CHUNK_SAMPLES * VAD_CHUNK_SAMPLES
+        self._pending = audio[whole:].copy()
+        events: list[TurnEvent] = []
+        for start in range(0, whole, VAD_CHUNK_SAMPLES):
+            event = self._step(audio[start : start + VAD_CHUNK_SAMPLES])
+            if event is not None:
+                events.append(event)
+        return events
+
+    def finish(self) -> list[TurnEvent]:
+        """End of input: the open utterance (if confirmed) ends here, with what audio it has."""
+        if self._confirmed:
+            if len(self._pending):
+                self._chunks.append(self._pending)
+            self._pending = np.zeros(0, dtype=np.float32)
+            return [self._close(trailing=0)]
+        if self._chunks:
+            self.false_starts += 1
+        self._reset()
+        return []
+
+    def _step(self, chunk: np.ndarray) -> TurnEvent | None:
+        probability = self._score(chunk)
+        index = self._chunk_index
+        self._chunk_index += 1
+        if not self._chunks:
+            if probability < self._policy.threshold:
+                self._preroll.append(chunk)
+                return None
+            self._chunks = [*self._preroll, chunk]
+            self._preroll.clear()
+            self._start_chunk = index - (len(self._chunks) - 1)
+            self._speech, self._silence = 1, 0
+        else:
+            self._chunks.append(chunk)
+            if probability >= self._policy.threshold:
+                self._speech += 1
+                self._silence = 0
+            elif probability < self._release:
+                self._silence += 1
+        if not self._confirmed and self._speech >= self._confirm:
+            self._confirmed = True
+            self.utterances += 1
+            return SpeechStarted(self.utterances, self._start_chunk * VAD_CHUNK_MS)
+        if self._silence >= self._end:
+            if self._confirmed:
+                return self._close(trailing=self._silence)
+            self.false_starts += 1
+            self._reset()
+        elif self._confirmed and len(self._chunks) >= self._max:
+            return self._close(trailing=0)
+        return None
+
+    def _close(self, trailing: int) -> UtteranceEnded:
+        """The utterance without its trailing silence past `speech_pad_ms`."""
+        keep = len(self._chunks) - max(0, trailing - self._pad)
+        samples = np.concatenate(self._chunks[:keep])
+        start_ms = self._start_chunk * VAD_CHUNK_MS
+        end_ms = start_ms + round(len(samples) * 1000 / STT_SAMPLE_RATE)
+        event = UtteranceEnded(self.utterances, samples, start_ms, end_ms)
+        self._reset()
+        return event
+
+    def _reset(self) -> None:
+        self._chunks = []
+        self._speech = self._silence = 0
+        self._confirmed = False

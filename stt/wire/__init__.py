@@ -1,0 +1,1 @@
+"""What crosses the wire: audio and control in, transcripts and typed errors out."""

@@ -1,0 +1,106 @@
+"""The real speech-to-text container (`python -m stt serve`, Whisper base and Silero VAD) on recordings
+that are not ours (LibriVox, from PocketSphinx's test data: tools/speech_samples.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+import wave
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.support.stt_container import Server, silence, stream, stt_container
+from tools.asr import word_error_rate
+from tools.speech_samples import Recording, recordings
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    with stt_container({"STT_THREADS": "2", "STT_PARTIAL_INTERVAL_MS": "300"}) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def clips() -> list[Recording]:
+    return recordings()[:2]  # the two shortest: 3.0 and 3.3 s
+
+
+def wav(pcm: bytes, rate: int = 16_000) -> bytes:
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(pcm)
+    return out.getvalue()
+
+
+def post(server: Server, body: bytes, content_type: str) -> httpx.Response:
+    return httpx.post(
+        f"{server.http}/invocations", content=body, headers={"Content-Type": content_type}, timeout=60
+    )
+
+
+def test_ping_names_the_model(server: Server):
+    assert httpx.get(f"{server.http}/ping").json()["model"] == "whisper-base"
+
+
+def test_a_whole_clip_comes_back_as_text_and_timed_words(server: Server, clips: list[Recording]):
+    clip = clips[0]
+    answer = post(server, clip.wav.read_bytes(), "audio/wav").json()
+    assert word_error_rate(clip.text, answer["text"]) <= 0.2, answer["text"]
+    starts = [w["start_ms"] for w in answer["words"]]
+    assert len(starts) >= 6 and starts == sorted(starts) and 0 <= starts[0] < starts[-1] < 3000
+    assert answer["duration_ms"] == 2990
+    raw = post(server, clip.pcm(), "audio/pcm;rate=16000").json()
+    assert raw["text"] == answer["text"]
+
+
+def test_bad_clips_get_typed_errors_and_the_server_goes_on(server: Server, clips: list[Recording]):
+    pcm = clips[0].pcm()
+    refused = [
+        post(server, wav(pcm, rate=8000), "audio/wav"),
+        post(server, pcm, "audio/mpeg"),
+        post(server, pcm[:-1], "audio/pcm"),
+        post(server, b"\x00" * (121 * 32_000 + 70_000), "audio/pcm"),
+    ]
+    assert [(r.status_code, r.json()["code"]) for r in refused] == [
+        (400, "unsupported_sample_rate"),
+        (415, "unsupported_media_type"),
+        (400, "invalid_pcm"),
+        (413, "body_too_large"),
+    ]
+    assert post(server, pcm, "audio/pcm").json()["text"]
+
+
+async def test_a_live_stream_gets_partials_then_the_final(server: Server, clips: list[Recording]):
+    clip = clips[0]
+    got = await stream(server, silence(0.5) + clip.pcm() + silence(1.0), realtime=True)
+    types = [m["type"] for m in got]
+    assert types[0] == "speech_started" and types[-2:] == ["final", "done"], types
+    partials = [m["text"] for m in got if m["type"] == "partial"]
+    assert partials, types
+    final = got[-2]
+    assert word_error_rate(clip.text, final["text"]) <= 0.2, final["text"]
+    assert 300 <= final["words"][0]["start_ms"] < final["words"][-1]["end_ms"] <= 3600
+    assert got[-1] == {"type": "done", "utterances": 1, "audio_ms": 4480}
+
+
+async def test_bad_frames_get_errors_and_the_utterances_still_come_in_order(
+    server: Server, clips: list[Recording]
+):
+    before = [json.dumps({"type": "start", "sample_rate": 8000}), "not json", json.dumps({"type": "speak"})]
+    pcm = clips[0].pcm() + silence(1.0) + clips[1].pcm() + silence(1.0)
+    got = await stream(server, pcm, realtime=False, before=before)
+    errors = [m["code"] for m in got if m["type"] == "error"]
+    assert errors == ["unsupported_sample_rate", "invalid_json", "unknown_type"]
+    finals = [m for m in got if m["type"] == "final"]
+    assert [f["utterance"] for f in finals] == [1, 2]
+    for final, clip in zip(finals, clips, strict=True):
+        assert word_error_rate(clip.text, final["text"]) <= 0.2, final["text"]
+    assert finals[0]["end_ms"] <= finals[1]["start_ms"]
+    assert got[-1]["type"] == "done"

@@ -1,0 +1,75 @@
+"""The turn tracker on scripted VAD probabilities: when speech is confirmed, when the turn ends, what
+is a false start, and what audio each utterance carries."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stt.config import VAD_CHUNK_MS, VAD_CHUNK_SAMPLES
+from stt.turns import SpeechStarted, TurnPolicy, TurnTracker, UtteranceEnded
+
+POLICY = TurnPolicy(threshold=0.5, end_of_turn_ms=320, min_speech_ms=96, speech_pad_ms=64)
+
+
+def run(probabilities: list[float], policy: TurnPolicy = POLICY, finish: bool = True):
+    """Feed one chunk per probability (the chunk's samples all equal its index, to find it again)."""
+    scores = iter(probabilities)
+    tracker = TurnTracker(policy, lambda chunk: next(scores))
+    audio = np.repeat(np.arange(len(probabilities), dtype=np.float32), VAD_CHUNK_SAMPLES)
+    events = tracker.feed(audio[:1000]) + tracker.feed(audio[1000:])  # a feed need not be chunk-aligned
+    if finish:
+        events += tracker.finish()
+    return tracker, events
+
+
+def chunk_ids(event: UtteranceEnded) -> list[int]:
+    return [int(v) for v in event.samples[::VAD_CHUNK_SAMPLES]]
+
+
+def test_speech_is_confirmed_after_min_speech_and_ends_after_the_silence():
+    tracker, events = run([0.0] * 5 + [0.9] * 6 + [0.0] * 12)
+    started, ended = events
+    assert started == SpeechStarted(1, 3 * VAD_CHUNK_MS)  # two chunks of pre-roll before chunk 5
+    assert isinstance(ended, UtteranceEnded) and ended.utterance == 1
+    # pre-roll 3-4, speech 5-10, then the trailing silence cut to the pad (two chunks)
+    assert chunk_ids(ended) == list(range(3, 13))
+    assert ended.end_ms == 13 * VAD_CHUNK_MS
+    assert tracker.utterances == 1 and tracker.false_starts == 0
+
+
+def test_a_short_burst_is_a_false_start_and_never_reported():
+    tracker, events = run([0.0] * 3 + [0.9] * 2 + [0.0] * 12)
+    assert events == []
+    assert tracker.false_starts == 1 and tracker.utterances == 0
+
+
+def test_a_pause_shorter_than_the_turn_end_keeps_one_utterance():
+    _, events = run([0.9] * 4 + [0.1] * 8 + [0.9] * 4 + [0.0] * 12)
+    assert [type(e) for e in events] == [SpeechStarted, UtteranceEnded]
+
+
+def test_probabilities_between_the_thresholds_do_not_count_as_silence():
+    _, events = run([0.9] * 4 + [0.4] * 20, finish=False)  # 0.4 is above the release (0.35)
+    assert [type(e) for e in events] == [SpeechStarted]
+
+
+def test_two_utterances_are_numbered_in_order():
+    _, events = run([0.9] * 4 + [0.0] * 12 + [0.9] * 4 + [0.0] * 12)
+    assert [(type(e).__name__, e.utterance) for e in events] == [
+        ("SpeechStarted", 1),
+        ("UtteranceEnded", 1),
+        ("SpeechStarted", 2),
+        ("UtteranceEnded", 2),
+    ]
+
+
+def test_the_end_of_input_finishes_the_open_utterance():
+    _, events = run([0.9] * 6)
+    assert [type(e) for e in events] == [SpeechStarted, UtteranceEnded]
+    assert chunk_ids(events[1]) == list(range(6))
+
+
+def test_an_utterance_is_cut_at_whispers_window():
+    _, events = run([0.9] * 1000, finish=False)
+    ended = [e for e in events if isinstance(e, UtteranceEnded)]
+    assert len(ended) == 1 and len(ended[0].samples) == 30_000 // VAD_CHUNK_MS * VAD_CHUNK_SAMPLES

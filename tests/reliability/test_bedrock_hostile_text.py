@@ -16,7 +16,7 @@ import pytest
 from quart import Quart
 
 from emulator.llm.base import ConverseRequest, ReplyModelError
-from emulator.services.bedrock.runtime import runtime_blueprint
+from emulator.services.bedrock import routes as bedrock_routes
 
 pytestmark = pytest.mark.reliability
 
@@ -40,7 +40,8 @@ class EncodingModel:
 
 def app_with(model: EncodingModel) -> Quart:
     app = Quart(__name__)
-    app.register_blueprint(runtime_blueprint(SimpleNamespace(llm_backend="script"), model))
+    (blueprint,) = bedrock_routes.blueprints(SimpleNamespace(llm_backend="script"), model=model)
+    app.register_blueprint(blueprint)
     return app
 
 

@@ -321,6 +321,31 @@ def test_a_service_imports_no_other_service_and_its_roles_point_down(service: st
     assert not wrong, "\n".join(wrong)
 
 
+ROUTE_DECORATORS = {"route", "get", "post", "put", "delete", "patch", "websocket"}
+
+
+@pytest.mark.parametrize("service", SERVICE_NAMES)
+def test_every_path_a_service_serves_is_declared_in_its_routes(service: str):
+    """Only `routes.py` makes a blueprint or declares a path; the other role files hand it plain
+    operations or async views by operation name."""
+    wrong = []
+    for path in sorted((SERVICES / service).glob("*.py")):
+        if path.name == "routes.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if called in {"Blueprint", "add_url_rule"} or (
+                    called in ROUTE_DECORATORS
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and str(node.args[0].value).startswith("/")
+                ):
+                    wrong.append(f"{path.relative_to(REPO)}:{node.lineno} {called}(...)")
+    assert not wrong, "\n".join(wrong)
+
+
 def test_the_llm_room_has_no_wire():
     """The reply models refuse with their own typed exceptions (PromptTooLong), which the Bedrock
     service maps to Bedrock's errors: emulator.llm imports no wire code and no service."""

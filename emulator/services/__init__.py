@@ -2,7 +2,9 @@
 
 - `routes.py` — the HTTP side: binds the service's wire protocol (emulator.wire: awsJson1.1, awsQuery,
   restJson1, the event stream) to its operations and answers errors in the service's envelope; what
-  `emulator/app.py` registers. Every service has one.
+  `emulator/app.py` registers. Every service has one, and every path the service serves is declared
+  there (the data plane's as `emulator.wire.views.View`s over the async views `runtime.py` and
+  `bidirectional.py` return by operation name).
 - `errors.py` — the service's AWS errors (codes and message shapes) on the one envelope of
   emulator.wire.awserrors. Every service has one.
 - `control.py` — control-plane operations as plain methods (dict in, dict out) over the store, so the

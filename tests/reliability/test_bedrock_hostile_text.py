@@ -16,7 +16,7 @@ import pytest
 from quart import Quart
 
 from emulator.llm.base import ConverseRequest, ReplyModelError
-from emulator.services.bedrock.runtime import runtime_blueprint
+from emulator.services.bedrock import routes as bedrock_routes
 from tests.reliability.emulator_support import BEDROCK_MODEL_ID
 
 pytestmark = pytest.mark.reliability
@@ -41,9 +41,10 @@ class EncodingModel:
 
 def app_with(model: EncodingModel) -> Quart:
     app = Quart(__name__)
-    app.register_blueprint(
-        runtime_blueprint(SimpleNamespace(llm_backend="script", bedrock_model_ids=()), model)
+    (blueprint,) = bedrock_routes.blueprints(
+        SimpleNamespace(llm_backend="script", bedrock_model_ids=()), model=model
     )
+    app.register_blueprint(blueprint)
     return app
 
 

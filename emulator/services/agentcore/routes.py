@@ -16,8 +16,9 @@ from quart import Blueprint
 from emulator.config import EmulatorConfig
 from emulator.services.agentcore.control import AgentRuntimeControl
 from emulator.services.agentcore.errors import agentcore_error
-from emulator.services.agentcore.runtime import runtime_blueprint
+from emulator.services.agentcore.runtime import runtime_handlers
 from emulator.wire.restjson import Route, rest_json_blueprint
+from emulator.wire.views import View, views_blueprint
 
 CONTROL_ROUTES = (
     Route("PUT", "/runtimes/", "CreateAgentRuntime", 202),
@@ -37,6 +38,7 @@ CONTROL_ROUTES = (
         202,
     ),
 )
+RUNTIME_VIEWS = (View("POST", "/runtimes/<path:target>/invocations", "InvokeAgentRuntime"),)
 QUERY_MEMBERS = {"version": "agentRuntimeVersion", "maxResults": "maxResults", "nextToken": "nextToken"}
 """The query-string members of the control-plane operations, by their model names."""
 
@@ -47,4 +49,7 @@ def blueprints(
     control_routes = rest_json_blueprint(
         "agentcore_control", CONTROL_ROUTES, control.operations(), agentcore_error, QUERY_MEMBERS
     )
-    return [control_routes, runtime_blueprint(config, control, http)]
+    runtime_routes = views_blueprint(
+        "agentcore_runtime", RUNTIME_VIEWS, runtime_handlers(config, control, http), agentcore_error
+    )
+    return [control_routes, runtime_routes]

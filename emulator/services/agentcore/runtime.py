@@ -23,7 +23,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import httpx
-from quart import Blueprint, Response, request
+from quart import Response, request
 
 from emulator.config import EmulatorConfig
 from emulator.controller.routing import Lease
@@ -37,8 +37,9 @@ from emulator.services.agentcore.errors import (
     runtime_client_error,
 )
 from emulator.services.agentcore.shapes import DEFAULT_ENDPOINT
-from emulator.wire.awserrors import AwsError, render_errors, request_id
+from emulator.wire.awserrors import AwsError, request_id
 from emulator.wire.fidelity import Delay, delayed_chunks
+from emulator.wire.views import Handler
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 MAX_PAYLOAD = 100_000_000
@@ -132,13 +133,11 @@ def resolve(
     return Invocation(runtime, replica, session_id or f"emulator-{uuid.uuid4()}")
 
 
-def runtime_blueprint(
+def runtime_handlers(
     config: EmulatorConfig, control: AgentRuntimeControl, http: httpx.AsyncClient
-) -> Blueprint:
-    bp = Blueprint("agentcore_runtime", __name__)
-    render_errors(bp, agentcore_error)
+) -> dict[str, Handler]:
+    """InvokeAgentRuntime (served by routes.py)."""
 
-    @bp.post("/runtimes/<path:target>/invocations")
     async def invoke(target: str) -> Response:
         body = await request.get_data()
         try:
@@ -202,4 +201,4 @@ def runtime_blueprint(
             headers={SESSION_HEADER: call.session_id, "x-amzn-RequestId": headers[REQUEST_ID_HEADER]},
         )
 
-    return bp
+    return {"InvokeAgentRuntime": invoke}

@@ -7,9 +7,44 @@ from typing import Any
 
 from quart import Blueprint
 
+from emulator.llm import reply_model_from_config
+from emulator.llm.base import ReplyModel
+from emulator.services.bedrock.errors import bedrock_error
 from emulator.services.bedrock.request_log import RequestLog
-from emulator.services.bedrock.runtime import runtime_blueprint
+from emulator.services.bedrock.runtime import runtime_handlers
+from emulator.services.bedrock.shapes import KnownModels
+from emulator.wire.views import View, views_blueprint
+
+VIEWS = (
+    View("POST", "/model/<path:model_id>/converse-stream", "ConverseStream"),
+    View("POST", "/model/<path:model_id>/converse", "Converse"),
+)
 
 
-def blueprints(config: Any, requests: RequestLog, *, preload: bool) -> list[Blueprint]:
-    return [runtime_blueprint(config, preload=preload, requests=requests)]
+def blueprints(
+    config: Any, requests: RequestLog | None = None, *, preload: bool = True, model: ReplyModel | None = None
+) -> list[Blueprint]:
+    """Bedrock Runtime's routes; `config` needs the `llm_*` and `bedrock_model_ids` fields of
+    `EmulatorConfig`.
+
+    `model` overrides the one the config names (any `ReplyModel`). `preload`: a local model starts
+    loading when the server starts (about 1 GB and tens of seconds), rather than on the first request;
+    off where nothing is expected to call Bedrock (a manifest with no agent runtime). `requests` records
+    every request (a log of its own when none is given).
+    """
+    model = model or reply_model_from_config(config)
+    log = requests if requests is not None else RequestLog()
+    blueprint = views_blueprint(
+        "bedrock",
+        VIEWS,
+        runtime_handlers(model, log, KnownModels(tuple(config.bedrock_model_ids))),
+        bedrock_error,
+    )
+    warm = getattr(model, "warm", None)
+    if preload and callable(warm):
+
+        @blueprint.before_app_serving
+        async def start_loading_the_model() -> None:
+            warm()
+
+    return [blueprint]

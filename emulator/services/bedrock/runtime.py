@@ -28,15 +28,15 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from quart import Blueprint, Response, request
+from quart import Response, request
 
-from emulator.llm import reply_model_from_config
 from emulator.llm.base import ConverseRequest, PromptTooLong, ReplyModel, ReplyModelError, tokenize
-from emulator.services.bedrock.errors import bedrock_error, internal_error, invalid, model_error
+from emulator.services.bedrock.errors import internal_error, invalid, model_error
 from emulator.services.bedrock.request_log import RequestLog
 from emulator.services.bedrock.shapes import KnownModels, parse_converse_request
 from emulator.wire import eventstream
-from emulator.wire.awserrors import render_errors, request_id
+from emulator.wire.awserrors import request_id
+from emulator.wire.views import Handler
 
 logger = logging.getLogger(__name__)
 
@@ -87,35 +87,10 @@ def _event(name: str, payload: Mapping[str, Any]) -> bytes:
     return eventstream.event(name, json.dumps(payload).encode())
 
 
-def runtime_blueprint(
-    config: Any,
-    model: ReplyModel | None = None,
-    *,
-    preload: bool = True,
-    requests: RequestLog | None = None,
-) -> Blueprint:
-    """Routes for Bedrock Runtime; `config` needs the `llm_*` and `bedrock_model_ids` fields of
-    `EmulatorConfig`.
+def runtime_handlers(model: ReplyModel, log: RequestLog, models: KnownModels) -> dict[str, Handler]:
+    """Converse and ConverseStream over `model` for the model IDs `models` knows, every request recorded
+    in `log` (served by routes.py)."""
 
-    `model` overrides the one the config names (any `ReplyModel`). `preload`: a local model starts
-    loading when the server starts (about 1 GB and tens of seconds), rather than on the first request;
-    off where nothing is expected to call Bedrock (a manifest with no agent runtime). `requests` records
-    every request (a log of its own when none is given).
-    """
-    model = model or reply_model_from_config(config)
-    blueprint = Blueprint("bedrock", __name__)
-    render_errors(blueprint, bedrock_error)
-    log = requests if requests is not None else RequestLog()
-    models = KnownModels(tuple(config.bedrock_model_ids))
-    warm = getattr(model, "warm", None)
-
-    if preload and callable(warm):
-
-        @blueprint.before_app_serving
-        async def start_loading_the_model() -> None:
-            warm()
-
-    @blueprint.post("/model/<path:model_id>/converse-stream")
     async def converse_stream(model_id: str) -> Response:
         parsed = parse_converse_request(model_id, await request.get_data(), models)
         generation = _Generation(model, parsed)
@@ -127,7 +102,6 @@ def runtime_blueprint(
         response.timeout = None  # a slow model may stream for longer than RESPONSE_TIMEOUT
         return response
 
-    @blueprint.post("/model/<path:model_id>/converse")
     async def converse(model_id: str) -> Response:
         parsed = parse_converse_request(model_id, await request.get_data(), models)
         loop = asyncio.get_running_loop()
@@ -155,7 +129,7 @@ def runtime_blueprint(
             json.dumps(body), content_type="application/json", headers={"x-amzn-requestid": request_id()}
         )
 
-    return blueprint
+    return {"Converse": converse, "ConverseStream": converse_stream}
 
 
 async def _stream_events(generation: _Generation, parsed: ConverseRequest) -> AsyncIterator[bytes]:

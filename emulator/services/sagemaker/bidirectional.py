@@ -27,7 +27,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from quart import Blueprint, Response, request, stream_with_context
+from quart import Response, request, stream_with_context
 from quart.wrappers import Body
 
 from emulator.config import EmulatorConfig
@@ -36,9 +36,10 @@ from emulator.controller.runtimes import Runtime, RuntimeUnavailable
 from emulator.services.sagemaker.errors import input_error, model_error
 from emulator.services.sagemaker.shapes import NAME_RE
 from emulator.wire import auth, eventstream
-from emulator.wire.awserrors import AwsError, render_errors, request_id, rest_json_error
+from emulator.wire.awserrors import AwsError, request_id, rest_json_error
 from emulator.wire.fidelity import Delay
 from emulator.wire.sigv4 import EventChain, Signed
+from emulator.wire.views import Handler
 from emulator.wire.wsframes import FrameKind, FrameSocket, HandshakeRejected, WsFrame
 
 DEFAULT_PATH = "invocations-bidirectional-stream"
@@ -297,9 +298,8 @@ class Session:
         await self.ws.wait_closed(self.config.end_of_input_grace_s)
 
 
-def bidirectional_blueprint(config: EmulatorConfig, router: Router, runtime: Runtime) -> Blueprint:
-    bp = Blueprint("sagemaker_runtime_http2", __name__)
-    render_errors(bp, rest_json_error)
+def bidirectional_handlers(config: EmulatorConfig, router: Router, runtime: Runtime) -> dict[str, Handler]:
+    """InvokeEndpointWithBidirectionalStream (served by routes.py)."""
 
     async def open_session(name: str) -> Session:
         signed = auth.signature()
@@ -335,7 +335,6 @@ def bidirectional_blueprint(config: EmulatorConfig, router: Router, runtime: Run
             raise err from exc
         return Session(config, route, ws, signed)
 
-    @bp.post("/endpoints/<name>/invocations-bidirectional-stream")
     @auth.event_stream_input
     async def bidirectional(name: str) -> Response:
         try:
@@ -360,4 +359,4 @@ def bidirectional_blueprint(config: EmulatorConfig, router: Router, runtime: Run
             },
         )
 
-    return bp
+    return {"InvokeEndpointWithBidirectionalStream": bidirectional}

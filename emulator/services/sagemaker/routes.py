@@ -13,11 +13,13 @@ from quart import Blueprint
 from emulator.config import EmulatorConfig
 from emulator.controller.routing import Router
 from emulator.controller.runtimes import Runtime
-from emulator.services.sagemaker.bidirectional import bidirectional_blueprint
+from emulator.services.sagemaker.bidirectional import bidirectional_handlers
 from emulator.services.sagemaker.control import ControlPlane
-from emulator.services.sagemaker.runtime import runtime_blueprint
+from emulator.services.sagemaker.runtime import runtime_handlers
+from emulator.wire.awserrors import rest_json_error
 from emulator.wire.awsjson import Operation
 from emulator.wire.validation import ServiceModel
+from emulator.wire.views import View, views_blueprint
 
 TARGET_PREFIX = "SageMaker"
 LOCAL_PATH = r"(?![a-zA-Z][a-zA-Z0-9+.-]*://).+|file://.+"
@@ -25,6 +27,15 @@ LOCAL_PATH = r"(?![a-zA-Z][a-zA-Z0-9+.-]*://).+|file://.+"
 S3 cannot be reached), besides the model's `(https|s3)://...`."""
 SERVICE_MODEL = ServiceModel("sagemaker", widened={"Url": LOCAL_PATH, "S3ModelUri": LOCAL_PATH})
 """botocore's model checks every control-plane request (emulator.wire.validation), model data widened."""
+RUNTIME_VIEWS = (
+    View("POST", "/endpoints/<name>/invocations", "InvokeEndpoint"),
+    View("POST", "/endpoints/<name>/invocations-response-stream", "InvokeEndpointWithResponseStream"),
+)
+BIDIRECTIONAL_VIEWS = (
+    View(
+        "POST", "/endpoints/<name>/invocations-bidirectional-stream", "InvokeEndpointWithBidirectionalStream"
+    ),
+)
 
 
 def json_targets(control: ControlPlane) -> dict[str, Mapping[str, Operation]]:
@@ -35,4 +46,14 @@ def json_targets(control: ControlPlane) -> dict[str, Mapping[str, Operation]]:
 def blueprints(
     config: EmulatorConfig, router: Router, runtime: Runtime, http: httpx.AsyncClient
 ) -> list[Blueprint]:
-    return [runtime_blueprint(config, router, http), bidirectional_blueprint(config, router, runtime)]
+    return [
+        views_blueprint(
+            "sagemaker_runtime", RUNTIME_VIEWS, runtime_handlers(config, router, http), rest_json_error
+        ),
+        views_blueprint(
+            "sagemaker_runtime_http2",
+            BIDIRECTIONAL_VIEWS,
+            bidirectional_handlers(config, router, runtime),
+            rest_json_error,
+        ),
+    ]

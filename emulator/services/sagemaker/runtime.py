@@ -15,14 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from quart import Blueprint, Response, request
+from quart import Response, request
 
 from emulator.config import EmulatorConfig
 from emulator.controller.routing import Lease, Route, Router, RoutingError
 from emulator.services.sagemaker.errors import model_error, routing_error
 from emulator.wire import eventstream
-from emulator.wire.awserrors import AwsError, render_errors, request_id, rest_json_error
+from emulator.wire.awserrors import AwsError, request_id
 from emulator.wire.fidelity import Delay, Rechunker, delayed_chunks
+from emulator.wire.views import Handler
 
 MAX_PAYLOAD = 6 * 1024 * 1024
 FORWARDED = (
@@ -97,9 +98,8 @@ async def open_invocation(
     return Invocation(route, upstream, lease)
 
 
-def runtime_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncClient) -> Blueprint:
-    bp = Blueprint("sagemaker_runtime", __name__)
-    render_errors(bp, rest_json_error)
+def runtime_handlers(config: EmulatorConfig, router: Router, http: httpx.AsyncClient) -> dict[str, Handler]:
+    """InvokeEndpoint and InvokeEndpointWithResponseStream, by operation (served by routes.py)."""
 
     async def forward(name: str) -> Invocation:
         body = await request.get_data()
@@ -126,7 +126,6 @@ def runtime_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
             ]
         return headers
 
-    @bp.post("/endpoints/<name>/invocations")
     async def invoke(name: str) -> Response:
         invocation = await forward(name)  # an AwsError is answered by render_errors
         try:
@@ -144,7 +143,6 @@ def runtime_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
             headers=response_headers(invocation.route, upstream),
         )
 
-    @bp.post("/endpoints/<name>/invocations-response-stream")
     async def invoke_stream(name: str) -> Response:
         invocation = await forward(name)  # an AwsError is answered by render_errors
         upstream, route = invocation.upstream, invocation.route
@@ -171,7 +169,7 @@ def runtime_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
             events(), status=200, content_type="application/vnd.amazon.eventstream", headers=out_headers
         )
 
-    return bp
+    return {"InvokeEndpoint": invoke, "InvokeEndpointWithResponseStream": invoke_stream}
 
 
 def _stream_error(code: str, message: str) -> bytes:

@@ -37,8 +37,8 @@ from emulator.llm.base import ConverseRequest, ReplyModelError, tokenize
 from emulator.llm.openai_compatible import OpenAICompatibleModel
 from emulator.llm.script import DEFAULT_REPLY, PacedScriptModel, load_script
 from emulator.processes import free_port
+from emulator.services.bedrock import routes as bedrock_routes
 from emulator.services.bedrock.request_log import RequestLog
-from emulator.services.bedrock.runtime import runtime_blueprint
 from emulator.wire import eventstream
 
 pytestmark = pytest.mark.integration  # real servers: the emulator, test containers, official clients
@@ -100,7 +100,8 @@ def bedrock_app(config: SimpleNamespace, model: Any = None) -> Quart:
     /_emulator/bedrock/requests`, emulator/admin.py), wired as emulator/app.py wires them."""
     requests = RequestLog()
     app = Quart(__name__)
-    app.register_blueprint(runtime_blueprint(config, model, requests=requests))
+    for blueprint in bedrock_routes.blueprints(config, requests, model=model):
+        app.register_blueprint(blueprint)
     app.register_blueprint(admin_blueprint(Store(), dict, requests))
     return app
 

@@ -76,7 +76,16 @@ def template(resource_id: str = "endpoint/echo/variant/AllTraffic") -> dict[str,
             },
             "Alarm": {
                 "Type": "AWS::CloudWatch::Alarm",
-                "Properties": {"AlarmActions": [{"Ref": "Topic"}], "MetricName": "Invocation5XXErrors"},
+                "Properties": {
+                    "AlarmActions": [{"Ref": "Topic"}],
+                    "Namespace": "AWS/SageMaker",
+                    "MetricName": "Invocation5XXErrors",
+                    "Statistic": "Sum",
+                    "Period": 60,
+                    "EvaluationPeriods": 1,
+                    "Threshold": 1,
+                    "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+                },
             },
         },
         "Outputs": {
@@ -162,7 +171,6 @@ def test_a_stack_is_created_described_and_deleted_newest_first(emu: Emulator, as
         if status == "CREATE_COMPLETE"
     }
     assert "SNS is not emulated locally; no email message goes to ops@example.com" in reasons["Mail"]
-    assert "CloudWatch is not emulated locally" in reasons["Alarm"]
     assert "recorded, not applied" in reasons["Target"]
     resources = cloudformation.describe_stack_resources(StackName="Speech")["StackResources"]
     assert [r["LogicalResourceId"] for r in resources] == [
@@ -175,6 +183,10 @@ def test_a_stack_is_created_described_and_deleted_newest_first(emu: Emulator, as
         "Alarm",
     ]
     assert {r["ResourceStatus"] for r in resources} == {"CREATE_COMPLETE"}
+    cloudwatch = boto_client(emu, "cloudwatch")
+    (alarm,) = cloudwatch.describe_alarms()["MetricAlarms"]  # the alarm reached the emulated CloudWatch
+    assert alarm["MetricName"] == "Invocation5XXErrors"
+    assert alarm["AlarmName"] == resources[-1]["PhysicalResourceId"]
     summaries = cloudformation.list_stack_resources(StackName="Speech")["StackResourceSummaries"]
     assert len(summaries) == len(resources)
     with pytest.raises(botocore.exceptions.ClientError, match="AlreadyExistsException"):
@@ -186,6 +198,7 @@ def test_a_stack_is_created_described_and_deleted_newest_first(emu: Emulator, as
     cloudformation.delete_stack(StackName="Speech")
     cloudformation.get_waiter("stack_delete_complete").wait(StackName="Speech", WaiterConfig=WAIT)
     assert not (emu.config.home_dir / "buckets" / bucket).exists()
+    assert cloudwatch.describe_alarms()["MetricAlarms"] == []
     assert scaling.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"] == []
     deleted = [
         logical for logical, status, _ in events(cloudformation, stack_id) if status == "DELETE_COMPLETE"

@@ -25,6 +25,7 @@ STUDIES = {
     "playback": "1-8 sessions at once, both transports: first audio and stalls of a real-time listener",
     "bargein": "an interrupt mid-answer: time to the last audio byte, to an idle container and model",
     "timestamps": "word timings vs Whisper's word alignment and the audio's onsets, held-out sentences",
+    "openai_speech": "OpenAI's streamed pcm (emulator /v1) vs our bidi stream and WebSocket: first audio",
     "llm": "SmolLM2-135M behind the emulated Bedrock: warm first token, tokens/s, concurrent first tokens",
 }
 

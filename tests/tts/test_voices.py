@@ -64,3 +64,20 @@ def test_language_and_gender_come_from_kokoros_names():
     }
     assert (voice_info("am_adam").language, voice_info("am_adam").gender) == ("en-us", "male")
     assert (voice_info("custom").language, voice_info("custom").gender) == (None, None)
+
+
+def test_a_blend_sounds_between_its_parts(engine):
+    """The model's own pitch curve (the text side's F0, Hz) for a blend of a low and a high voice lies
+    between theirs; the same voice blended with itself gives the very same features."""
+    tokens = engine.segments("Thanks for waiting, I found your order.", "en-us")[0]
+
+    def pitch(voice: str) -> float:
+        f0 = np.asarray(engine.features(tokens, voice, 1.0).f0).ravel()
+        return float(np.median(f0[f0 > 50]))
+
+    low, high = sorted([pitch("jm_kumo"), pitch("jf_alpha")])
+    assert high - low > 30, "a male and a female voice differ in pitch"
+    between = pitch(canonical_voice("jm_kumo+jf_alpha", KNOWN))
+    assert low + 0.1 * (high - low) < between < high - 0.1 * (high - low), (low, between, high)
+    same = engine.features(tokens, canonical_voice("jm_kumo(1)+jm_kumo(1)", KNOWN), 1.0)
+    assert np.array_equal(same.f0, engine.features(tokens, "jm_kumo", 1.0).f0)

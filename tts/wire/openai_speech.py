@@ -93,6 +93,9 @@ def parse_speech(obj: dict[str, object], catalog: Catalog) -> SpeechRequest:
     captioned = obj.get("return_timestamps", False)
     if not isinstance(captioned, bool):
         raise ProtocolError("invalid_field", "'return_timestamps' must be true or false")
+    for field in ("input", "voice", "lang_code"):
+        if obj.get(field) is not None and not isinstance(obj[field], str):
+            raise ProtocolError("invalid_field", f"{field!r} must be a string")
     ours: dict[str, object] = {
         mine: obj[theirs] for theirs, mine in _FIELD.items() if obj.get(theirs) is not None
     }

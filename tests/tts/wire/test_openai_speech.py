@@ -83,3 +83,11 @@ def test_errors_are_openai_shaped_and_name_the_field(body, code, param):
     assert envelope["error"]["param"] == param
     assert envelope["error"]["type"] == "invalid_request_error"
     assert envelope["error"]["message"]
+
+
+@pytest.mark.parametrize("field", ["input", "voice", "lang_code"])
+def test_a_field_of_the_wrong_type_is_named_as_openai_names_it(field):
+    body = {"input": "Hi.", "voice": "jm_kumo", field: 5}
+    with pytest.raises(ProtocolError, match=f"'{field}' must be a string") as caught:
+        parse_speech(body, CATALOG)
+    assert caught.value.code == "invalid_field"

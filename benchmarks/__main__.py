@@ -25,6 +25,7 @@ STUDIES = {
     "playback": "1-8 sessions at once, both transports: first audio and stalls of a real-time listener",
     "bargein": "an interrupt mid-answer: time to the last audio byte, to an idle container and model",
     "timestamps": "word timings vs Whisper's word alignment and the audio's onsets, held-out sentences",
+    "listen": "speech to text on held-out recordings: partial and final latency, WER, VAD false starts",
     "llm": "SmolLM2-135M behind the emulated Bedrock: warm first token, tokens/s, concurrent first tokens",
 }
 

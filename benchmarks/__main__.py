@@ -26,6 +26,7 @@ STUDIES = {
     "bargein": "an interrupt mid-answer: time to the last audio byte, to an idle container and model",
     "timestamps": "word timings vs Whisper's word alignment and the audio's onsets, held-out sentences",
     "openai_speech": "OpenAI's streamed pcm (emulator /v1) vs our bidi stream and WebSocket: first audio",
+    "listen": "speech to text on held-out recordings: partial and final latency, WER, VAD false starts",
     "llm": "SmolLM2-135M behind the emulated Bedrock: warm first token, tokens/s, concurrent first tokens",
 }
 

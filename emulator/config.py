@@ -68,12 +68,16 @@ class ImageSpec:
 
 def default_images() -> dict[str, ImageSpec]:
     """Image name -> local command (`process` runtime) and Dockerfile (`docker` runtime), matched on the
-    repository's last part: the tts container, the voice agent (an AgentCore runtime image) and the echo
-    test container."""
+    repository's last part: the tts container, the speech-to-text container, the voice agent (an AgentCore
+    runtime image) and the echo test container."""
     return {
         "kokoro-tts": ImageSpec(
             ("{python}", "-m", "tts", "serve", "--host", "{host}", "--port", "{port}"),
             dockerfile="tts/Dockerfile",
+        ),
+        "whisper-stt": ImageSpec(
+            ("{python}", "-m", "stt", "serve", "--host", "{host}", "--port", "{port}"),
+            dockerfile="stt/Dockerfile",
         ),
         "agent": ImageSpec(
             ("{python}", "-m", "agent", "serve", "--host", "{host}", "--port", "{port}"),

@@ -51,6 +51,7 @@ GAP_FREE_SESSIONS_PER_INSTANCE = 3.0
 _ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 _RUNTIME_NAME = re.compile(r"[a-zA-Z][a-zA-Z0-9_]{0,47}")
 _INSTANCE_TYPE = re.compile(r"ml\.[a-z0-9]+\.[a-z0-9]+")
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 
 def _env_number(name: str, default: float, kind: type = int) -> float:
@@ -95,6 +96,13 @@ class DeployConfig:
     wait_delay_s: float = 30.0
     wait_timeout_s: float = 3600.0
     target: str = "aws"
+    alarm_email: str | None = None
+    """Where the endpoint's alarms send ALARM and OK (an SNS topic with this email subscribed); none: no
+    topic, the alarms only change state."""
+    first_audio_alarm_ms: float = 1000.0
+    """The p90 time to first audio over which the first-audio alarm fires (the product's promise to a
+    listener, not a speed of this machine)."""
+    over_capacity_alarm_minutes: int = 5
 
     def __post_init__(self) -> None:
         if self.model not in SPEECH_MODELS:
@@ -135,6 +143,12 @@ class DeployConfig:
                 parse_ecr_uri(uri)
         if not self.cdk_command:
             raise ConfigError("the cdk command is empty")
+        if self.alarm_email is not None and not _EMAIL.fullmatch(self.alarm_email):
+            raise ConfigError(f"--alarm-email {self.alarm_email!r} is not an email address")
+        if not self.first_audio_alarm_ms > 0 or self.over_capacity_alarm_minutes < 1:
+            raise ConfigError(
+                "the first-audio alarm threshold and the over-capacity minutes must be positive"
+            )
         if not (self.wait_delay_s > 0 and self.wait_timeout_s > 0):
             raise ConfigError("wait delay and wait timeout must be positive")
 
@@ -187,6 +201,13 @@ class DeployConfig:
             "wait_delay_s": _env_number("DEPLOY_WAIT_DELAY_S", cls.wait_delay_s, float),
             "wait_timeout_s": _env_number("DEPLOY_WAIT_TIMEOUT_S", cls.wait_timeout_s, float),
             "target": env.get("DEPLOY_TARGET") or cls.target,
+            "alarm_email": env.get("DEPLOY_ALARM_EMAIL") or None,
+            "first_audio_alarm_ms": _env_number(
+                "DEPLOY_FIRST_AUDIO_ALARM_MS", cls.first_audio_alarm_ms, float
+            ),
+            "over_capacity_alarm_minutes": int(
+                _env_number("DEPLOY_OVER_CAPACITY_ALARM_MINUTES", cls.over_capacity_alarm_minutes)
+            ),
         }
         values.update({key: value for key, value in overrides.items() if value is not None})
         if values["outdir"] is None:

@@ -28,6 +28,8 @@ CONFIG_FIELDS = (
     "wait_delay_s",
     "wait_timeout_s",
     "target",
+    "alarm_email",
+    "first_audio_alarm_ms",
 )
 
 
@@ -74,6 +76,10 @@ def add_speech(parser: argparse.ArgumentParser, image_flag: str = "--image-uri")
         "layout) or auto (default: the hub when reachable, else offline)",
     )
     parser.add_argument("--model-dir", type=Path, help="same as --model-source DIR")
+    parser.add_argument("--alarm-email", help="send the endpoint's alarms to this email (an SNS topic)")
+    parser.add_argument(
+        "--first-audio-alarm-ms", type=float, help="p90 first audio that raises the alarm (default 1000)"
+    )
 
 
 def add_agent(

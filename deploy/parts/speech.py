@@ -1,4 +1,5 @@
-"""The speech part: the Kokoro endpoint on SageMaker (model cache, model role, endpoint)."""
+"""The speech part: the Kokoro endpoint on SageMaker (model cache, model role, endpoint) and its
+dashboard and alarms."""
 
 from __future__ import annotations
 
@@ -26,13 +27,23 @@ class SpeechPart(Part):
     @property
     def stacks(self) -> tuple[str, ...]:
         model = self.config.model
-        return speech_stack(model, "ModelCache"), speech_stack(model, "Base"), speech_stack(model, "Endpoint")
+        stacks = (
+            speech_stack(model, "ModelCache"),
+            speech_stack(model, "Base"),
+            speech_stack(model, "Endpoint"),
+        )
+        # The rehearsal's client-side CloudFormation (deploy/template_calls.py) creates no CloudWatch
+        # resource: locally the dashboard and alarms are synthesized, not deployed.
+        if self.config.target == "aws":
+            stacks += (speech_stack(model, "Observability"),)
+        return stacks
 
     def build(self, app: cdk.App, source: Callable[[], ModelSource]) -> list[cdk.Stack]:
         # Imported here: aws-cdk-lib is the `cdk` extra, and status and destroy run without it.
         from deploy.stacks.base import SpeechBaseStack
         from deploy.stacks.endpoint import EndpointStack
         from deploy.stacks.model_cache import ModelCacheStack
+        from deploy.stacks.observability import ObservabilityStack
 
         config, model = self.config, source()
         cache = ModelCacheStack(
@@ -48,7 +59,14 @@ class SpeechPart(Part):
             default_voice=config.tts_voice or model.default_voice,
             ami=self.inference_ami(),
         )
-        return [cache, base, endpoint]
+        observability = ObservabilityStack(
+            app,
+            speech_stack(config.model, "Observability"),
+            config=config,
+            endpoint_name=config.endpoint_name,
+        )
+        observability.add_dependency(endpoint)
+        return [cache, base, endpoint, observability]
 
     def image_torch(self) -> TorchBuild | None:
         """The torch and CUDA build the GPU image installs; None for an image given by URI."""

@@ -31,6 +31,7 @@ pytestmark = pytest.mark.cdk
 CACHE = "KokoroSpeech-kokoro-82m-ModelCache"
 SPEECH_BASE = "KokoroSpeech-kokoro-82m-Base"
 ENDPOINT = "KokoroSpeech-kokoro-82m-Endpoint"
+OBSERVABILITY = "KokoroSpeech-kokoro-82m-Observability"
 AGENT_BASE = "VoiceAgent-Base"
 RUNTIME = "VoiceAgent-Runtime"
 MODEL_ID = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
@@ -132,7 +133,8 @@ def test_every_stack_is_synthesized_with_deterministic_names(assembly: Assembly)
         for name, artifact in assembly.manifest["artifacts"].items()
         if artifact["type"] == "aws:cloudformation:stack"
     }
-    assert stacks == {CACHE, SPEECH_BASE, ENDPOINT, AGENT_BASE, RUNTIME}
+    assert stacks == {CACHE, SPEECH_BASE, ENDPOINT, OBSERVABILITY, AGENT_BASE, RUNTIME}
+    assert assembly.dependencies(OBSERVABILITY) == {ENDPOINT}
     assert assembly.dependencies(ENDPOINT) == {CACHE, SPEECH_BASE}
     assert assembly.dependencies(SPEECH_BASE) == {CACHE}
     assert assembly.dependencies(RUNTIME) == {AGENT_BASE}

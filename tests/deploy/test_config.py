@@ -142,8 +142,9 @@ def test_stack_names_are_deterministic_and_ordered():
         "KokoroSpeech-kokoro-82m-ModelCache",
         "KokoroSpeech-kokoro-82m-Base",
         "KokoroSpeech-kokoro-82m-Endpoint",
+        "KokoroSpeech-kokoro-82m-Observability",
     )
     assert [(part.kind, part.stacks[-1]) for part in all_parts(config)] == [
-        ("speech", "KokoroSpeech-kokoro-82m-Endpoint"),
+        ("speech", "KokoroSpeech-kokoro-82m-Observability"),
         ("agent", "VoiceAgent-Runtime"),
     ]

@@ -51,7 +51,7 @@ class CloudFormationStandIn(CdkToolkit):
 
     def deploy(self, stacks: Sequence[str]) -> None:
         self.calls.append(("deploy", *stacks))
-        if stacks[-1].endswith("-Endpoint"):
+        if any(stack.endswith("-Endpoint") for stack in stacks):
             create_endpoint(self.aws, self.config.endpoint_name)
             record = moto_endpoint(self.config.endpoint_name)
             record.endpoint_status = "Creating"
@@ -87,6 +87,7 @@ def test_deploy_goes_speech_first_and_waits_for_in_service(bootstrapped: Aws, tm
             "KokoroSpeech-kokoro-82m-ModelCache",
             "KokoroSpeech-kokoro-82m-Base",
             "KokoroSpeech-kokoro-82m-Endpoint",
+            "KokoroSpeech-kokoro-82m-Observability",
         ),
         ("deploy", "VoiceAgent-Base", "VoiceAgent-Runtime"),
     ]
@@ -100,7 +101,7 @@ def test_a_failed_endpoint_stops_the_deploy_before_the_agent(bootstrapped: Aws, 
     cdk = CloudFormationStandIn(bootstrapped, config, failure="Image pull failed: access denied")
     with pytest.raises(WaitFailed, match=r"Failed.*Image pull failed: access denied"):
         deploy_parts(config, all_parts(config), bootstrapped, cdk, echo=lambda line: None)
-    assert [call[-1] for call in cdk.calls] == ["agent", "KokoroSpeech-kokoro-82m-Endpoint"]
+    assert [call[-1] for call in cdk.calls] == ["agent", "KokoroSpeech-kokoro-82m-Observability"]
 
 
 def test_missing_prerequisites_stop_everything_before_synth(aws: Aws, tmp_path: Path):
@@ -164,6 +165,7 @@ def test_destroy_deletes_in_reverse_order_and_names_what_is_retained(aws: Aws, t
     assert deleted == [
         "VoiceAgent-Runtime",
         "VoiceAgent-Base",
+        "KokoroSpeech-kokoro-82m-Observability",
         "KokoroSpeech-kokoro-82m-Endpoint",
         "KokoroSpeech-kokoro-82m-Base",
         "KokoroSpeech-kokoro-82m-ModelCache",

@@ -24,6 +24,7 @@ import time
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from tts.scheduling.admission import Queued
 from tts.scheduling.scheduler import Job, Scheduler
 from tts.serving.streaming import AudioStats, SynthesisFailed, audio_frames
 from tts.text.timings import TimedWords
@@ -144,9 +145,12 @@ class Session:
         await self._send_json(protocol.synthesis_start(request))
         stats = AudioStats()
         try:
-            async for frame in audio_frames(job, self._frame_bytes, stats):
+            async for frame in audio_frames(job, self._frame_bytes, stats, places=True):
                 if isinstance(frame, TimedWords):
                     await self._send_json(protocol.words(request, frame))
+                    continue
+                if isinstance(frame, Queued):
+                    await self._send_json(protocol.queued(request, frame.position))
                     continue
                 await self._pace()
                 if job.cancelled:

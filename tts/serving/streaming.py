@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from facts import SAMPLE_RATE
+from tts.scheduling.admission import EngineBusy, Queued
 from tts.scheduling.scheduler import Job
 from tts.text.timings import TimedWords
 from tts.wire.audio import pcm_samples
@@ -18,6 +19,12 @@ class SynthesisFailed(RuntimeError):
     """The engine raised while computing a segment of this job."""
 
     code = "synthesis_failed"
+
+
+class Busy(SynthesisFailed):
+    """The replica's line for a slot is full (`tts/scheduling/admission.py`): try again or elsewhere."""
+
+    code = "busy"
 
 
 class NothingToSpeak(SynthesisFailed):
@@ -37,9 +44,12 @@ class AudioStats:
         return round(self.samples / SAMPLE_RATE, 3)
 
 
-async def audio_frames(job: Job, frame_bytes: int, stats: AudioStats) -> AsyncIterator[bytes | TimedWords]:
+async def audio_frames(
+    job: Job, frame_bytes: int, stats: AudioStats, places: bool = False
+) -> AsyncIterator[bytes | TimedWords | Queued]:
     """Encoded audio of `job`, frame by frame, and each segment's `TimedWords` before the segment's
-    first audio. Stops early (without flushing) when the job is cancelled."""
+    first audio; with `places`, the session's place in line (`Queued`) while it waits for a slot.
+    Stops early (without flushing) when the job is cancelled."""
     encoder = make_encoder(job.request.format)
     while True:
         item = await job.audio.get()
@@ -47,6 +57,12 @@ async def audio_frames(job: Job, frame_bytes: int, stats: AudioStats) -> AsyncIt
             return
         if item is None:
             break
+        if isinstance(item, Queued):
+            if places:
+                yield item
+            continue
+        if isinstance(item, EngineBusy):
+            raise Busy(f"the replica is busy: {item}") from item
         if isinstance(item, BaseException):
             raise SynthesisFailed(f"synthesis failed: {str(item) or type(item).__name__}") from item
         if isinstance(item, TimedWords):

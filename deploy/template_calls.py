@@ -153,6 +153,7 @@ VARIANT_HONOURED = {
     "InitialInstanceCount",
     "InitialVariantWeight",
     "ContainerStartupHealthCheckTimeoutInSeconds",
+    "RoutingConfig",
 }
 RUNTIME_HONOURED = {
     "AgentRuntimeName",

@@ -72,6 +72,9 @@ class SpeedModelEngine:
         time.sleep(self.text_side_s)
         return ModelFeatures(len(tokens))
 
+    def decode_windows(self, features: ModelFeatures, ranges: list[tuple[int, int]], run_flag=None):
+        return self._decode(ranges, run_flag or CancelFlag())
+
     def window_decoder(
         self, features: ModelFeatures, context_frames: int, run_flag: CancelFlag
     ) -> WindowDecoder:
@@ -79,15 +82,18 @@ class SpeedModelEngine:
 
         def decode(ranges: list[tuple[int, int]]) -> list[np.ndarray]:
             self.steps.append((rid, ranges))
-            per_frame = self.frame_s if len(ranges) == 1 else self.lane_frame_s
-            deadline = time.perf_counter() + self.call_s + per_frame * max(b - a for a, b in ranges)
-            while (left := deadline - time.perf_counter()) > 0:
-                if run_flag.terminate:
-                    raise SynthesisCancelled()
-                time.sleep(min(left, 0.002))
-            return [np.zeros((b - a) * SAMPLES_PER_FRAME, np.float32) for a, b in ranges]
+            return self._decode(ranges, run_flag)
 
         return WindowDecoder(decode, features.frames, context_frames)
+
+    def _decode(self, ranges: list[tuple[int, int]], run_flag: CancelFlag) -> list[np.ndarray]:
+        per_frame = self.frame_s if len(ranges) == 1 else self.lane_frame_s
+        deadline = time.perf_counter() + self.call_s + per_frame * max(b - a for a, b in ranges)
+        while (left := deadline - time.perf_counter()) > 0:
+            if run_flag.terminate:
+                raise SynthesisCancelled()
+            time.sleep(min(left, 0.002))
+        return [np.zeros((b - a) * SAMPLES_PER_FRAME, np.float32) for a, b in ranges]
 
 
 class SpeedModelScheduler(Scheduler):

@@ -167,9 +167,10 @@ async def test_up_to_the_claimed_capacity_nobody_stalls(model, realtime, text_si
 async def test_past_the_capacity_the_playing_never_stall_and_the_others_wait_told_so(
     model, realtime, text_side_s
 ):
-    """capacity + 2 sessions (one-sentence answers, to keep the wait for slots short): the first
-    `capacity` (arrived first) play without a gap; the two after them are told their place in line,
-    start in order once slots free, and never wait once playing."""
+    """capacity + 2 sessions: the first `capacity` (arrived first) play without a gap; the two after
+    them are told their place in line, start in order once slots free, and never wait once playing.
+    (On main's fixed SATURATED_WAIT_S at 0.4-1.5x: the playing one stalled 0.1-1.5 s, the others
+    0.8-4.1 s.)"""
     scheduler, _ = model(realtime, text_side_s, lanes=2)
     capacity = scheduler.capacity
     assert capacity is not None
@@ -177,7 +178,7 @@ async def test_past_the_capacity_the_playing_never_stall_and_the_others_wait_tol
     loop = asyncio.get_running_loop()
     tasks = []
     for n in range(capacity + 2):
-        tasks.append(asyncio.create_task(answer(scheduler, f"s{n}", frames, 1)))
+        tasks.append(asyncio.create_task(answer(scheduler, f"s{n}", frames, 2)))
         await asyncio.sleep(0.01)
     assert scheduler.load["waiting"] == 2
     results = await asyncio.wait_for(asyncio.gather(*tasks), 120)

@@ -38,10 +38,12 @@ from emulator.services.agentcore.errors import (
 )
 from emulator.services.agentcore.shapes import DEFAULT_ENDPOINT
 from emulator.wire.awserrors import AwsError, render_errors, request_id
+from emulator.wire.bodies import body_limit
 from emulator.wire.fidelity import Delay, delayed_chunks
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 MAX_PAYLOAD = 100_000_000
+"""InvokeAgentRuntime's payload: botocore's model caps it at 100,000,000 bytes."""
 FORWARDED = (
     "Content-Type",
     "Accept",
@@ -132,6 +134,10 @@ def resolve(
     return Invocation(runtime, replica, session_id or f"emulator-{uuid.uuid4()}")
 
 
+def payload_too_large(limit: int) -> AwsError:
+    return field_error("payload", f"Member must have length less than or equal to {limit}")
+
+
 def runtime_blueprint(
     config: EmulatorConfig, control: AgentRuntimeControl, http: httpx.AsyncClient
 ) -> Blueprint:
@@ -139,11 +145,10 @@ def runtime_blueprint(
     render_errors(bp, agentcore_error)
 
     @bp.post("/runtimes/<path:target>/invocations")
+    @body_limit(MAX_PAYLOAD, payload_too_large)
     async def invoke(target: str) -> Response:
-        body = await request.get_data()
+        body = await request.get_data()  # within MAX_PAYLOAD, refused from its length when it says so
         try:
-            if len(body) > MAX_PAYLOAD:
-                raise field_error("payload", f"Member must have length less than or equal to {MAX_PAYLOAD}")
             qualifier = request.args.get("qualifier")
             call = resolve(
                 control, target, qualifier, request.headers.get(SESSION_HEADER), request.args.get("accountId")

@@ -37,10 +37,14 @@ from emulator.services.bedrock.request_log import RequestLog
 from emulator.services.bedrock.shapes import KnownModels, parse_converse_request
 from emulator.wire import eventstream
 from emulator.wire.awserrors import render_errors, request_id
+from emulator.wire.bodies import body_limit
 
 logger = logging.getLogger(__name__)
 
 EVENTSTREAM_CONTENT_TYPE = "application/vnd.amazon.eventstream"
+MAX_REQUEST = 10 * 1024 * 1024
+"""The local models read text only and hold 8,192 tokens (about 32 KB of text); 10 MiB takes any
+conversation Strands sends them, with room for its tool specifications."""
 
 
 def _input_tokens(parsed: ConverseRequest) -> int:
@@ -116,6 +120,7 @@ def runtime_blueprint(
             warm()
 
     @blueprint.post("/model/<path:model_id>/converse-stream")
+    @body_limit(MAX_REQUEST)
     async def converse_stream(model_id: str) -> Response:
         parsed = parse_converse_request(model_id, await request.get_data(), models)
         generation = _Generation(model, parsed)
@@ -128,6 +133,7 @@ def runtime_blueprint(
         return response
 
     @blueprint.post("/model/<path:model_id>/converse")
+    @body_limit(MAX_REQUEST)
     async def converse(model_id: str) -> Response:
         parsed = parse_converse_request(model_id, await request.get_data(), models)
         loop = asyncio.get_running_loop()

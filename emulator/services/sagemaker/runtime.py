@@ -21,9 +21,11 @@ from emulator.controller.routing import Route, Router, RoutingError
 from emulator.services.sagemaker.errors import model_error, routing_error
 from emulator.wire import eventstream
 from emulator.wire.awserrors import AwsError, render_errors, request_id, rest_json_error
+from emulator.wire.bodies import body_limit
 from emulator.wire.fidelity import Delay, Rechunker, delayed_chunks
 
 MAX_PAYLOAD = 6 * 1024 * 1024
+"""InvokeEndpoint's Body: botocore's model caps it at 6,291,456 bytes, for both operations."""
 FORWARDED = (
     "Content-Type",
     "Accept",
@@ -39,14 +41,16 @@ TIMED_OUT = (
 )
 
 
+def payload_too_large(limit: int) -> AwsError:
+    return AwsError("ValidationError", f"Request payload is larger than {limit} bytes.")
+
+
 def runtime_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncClient) -> Blueprint:
     bp = Blueprint("sagemaker_runtime", __name__)
     render_errors(bp, rest_json_error)
 
     async def prepare(name: str) -> tuple[bytes, Route, dict[str, str]]:
-        body = await request.get_data()
-        if len(body) > MAX_PAYLOAD:
-            raise AwsError("ValidationError", f"Request payload is larger than {MAX_PAYLOAD} bytes.")
+        body = await request.get_data()  # within MAX_PAYLOAD (body_limit), refused from its length
         try:
             route = router.route(name, request.headers.get("X-Amzn-SageMaker-Target-Variant"))
         except RoutingError as err:
@@ -79,6 +83,7 @@ def runtime_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
         return headers
 
     @bp.post("/endpoints/<name>/invocations")
+    @body_limit(MAX_PAYLOAD, payload_too_large)
     async def invoke(name: str) -> Response:
         body, route, headers = await prepare(name)  # an AwsError is answered by render_errors
         lease = route.lease()
@@ -102,6 +107,7 @@ def runtime_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncC
         )
 
     @bp.post("/endpoints/<name>/invocations-response-stream")
+    @body_limit(MAX_PAYLOAD, payload_too_large)
     async def invoke_stream(name: str) -> Response:
         body, route, headers = await prepare(name)  # an AwsError is answered by render_errors
         lease = route.lease()

@@ -50,7 +50,7 @@ from emulator.services.sagemaker import routes as sagemaker_routes
 from emulator.services.sagemaker.control import ControlPlane
 from emulator.services.sts import routes as sts_routes
 from emulator.services.sts.control import Sts
-from emulator.wire import auth
+from emulator.wire import auth, bodies
 from emulator.wire.awserrors import AwsError, json_protocol_error
 from emulator.wire.awsjson import Operation, aws_json_blueprint
 
@@ -140,9 +140,10 @@ def make_services(
 
 def create_app(services: Services) -> Quart:
     app = Quart("emulator")
-    # Streams live as long as the client keeps them open; bodies are bounded per service.
+    # Streams live as long as the client keeps them open; bodies are bounded per route (wire.bodies).
     app.config.update(BODY_TIMEOUT=None, RESPONSE_TIMEOUT=None, MAX_CONTENT_LENGTH=None)
     auth.install(app, services.config)
+    bodies.install(app)
     json_targets = {
         **sagemaker_routes.json_targets(services.control_plane),
         **autoscaling_routes.json_targets(services.autoscaling),

@@ -6,6 +6,10 @@ Bedrock) are checked over the hash of the body actually received; a view marked 
 (the bidirectional stream) must declare `STREAMING-AWS4-HMAC-SHA256-EVENTS`, and its events carry their
 own signature chain, which the bidirectional stream verifies with `signature()`. A refusal is an
 `AwsError` that the route's blueprint renders in its protocol's envelope.
+
+What the headers alone show (no Authorization, a malformed one, an unknown key, a stale date) is
+refused before a byte of the body is read, and the body is then read only within its route's limit
+(emulator.wire.bodies): an unsigned or oversized upload costs no memory.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from typing import Any
 from quart import Quart, current_app, g, request
 
 from emulator.config import EmulatorConfig
-from emulator.wire.sigv4 import Signed, verify_request
+from emulator.wire import bodies
+from emulator.wire.sigv4 import Signed, check_headers, verify_request
 
 OPERATOR_PREFIX = "/_emulator/"
 """Not an AWS API (the operator view): never signed."""
@@ -41,6 +46,8 @@ def install(app: Quart, config: EmulatorConfig) -> None:
     async def check_signature() -> None:
         if not config.sigv4_keys or request.path.startswith(OPERATOR_PREFIX):
             return
+        check_headers(config.sigv4_keys, list(request.headers.items()))
+        bodies.apply_limit()
         view = current_app.view_functions.get(request.endpoint or "")
         if getattr(view, "unsigned", False):
             return

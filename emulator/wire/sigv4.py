@@ -68,6 +68,41 @@ def _canonical_query(raw_query: str) -> str:
     return "&".join(f"{k}={v}" for k, _, v in sorted(pairs, key=lambda p: (p[0], p[2])))
 
 
+def check_headers(
+    keys: Mapping[str, str], headers: Iterable[tuple[str, str]], now: datetime | None = None
+) -> None:
+    """What can be refused from the headers alone, before a body is read: no or a malformed
+    Authorization header, an unknown access key, a date outside the 15 minutes' skew (all 403)."""
+    _authorization(keys, _by_name(headers), now)
+
+
+def _by_name(headers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    by_name: dict[str, list[str]] = {}
+    for name, value in headers:
+        by_name.setdefault(name.lower(), []).append(value)
+    return by_name
+
+
+def _authorization(
+    keys: Mapping[str, str], by_name: Mapping[str, list[str]], now: datetime | None
+) -> tuple[re.Match[str], str, str]:
+    """The Authorization header's parts, its key's secret and the request's date, each checked."""
+    auth = (by_name.get("authorization") or [""])[0]
+    if not auth:
+        raise AwsError("MissingAuthenticationTokenException", "Missing Authentication Token", 403)
+    match = _AUTH_RE.match(auth)
+    if match is None:
+        raise AwsError("IncompleteSignatureException", "Authorization header is not a SigV4 signature", 403)
+    secret = keys.get(match["akid"])
+    if secret is None:
+        raise AwsError(
+            "UnrecognizedClientException", "The security token included in the request is invalid.", 403
+        )
+    amz_date = (by_name.get("x-amz-date") or [""])[0]
+    _check_date(amz_date, match["date"], now or datetime.now(UTC))
+    return match, secret, amz_date
+
+
 def verify_request(
     keys: Mapping[str, str],
     *,
@@ -82,22 +117,8 @@ def verify_request(
 
     `body` is the whole request body, or None for an event-stream input signed event by event.
     """
-    by_name: dict[str, list[str]] = {}
-    for name, value in headers:
-        by_name.setdefault(name.lower(), []).append(value)
-    auth = (by_name.get("authorization") or [""])[0]
-    if not auth:
-        raise AwsError("MissingAuthenticationTokenException", "Missing Authentication Token", 403)
-    match = _AUTH_RE.match(auth)
-    if match is None:
-        raise AwsError("IncompleteSignatureException", "Authorization header is not a SigV4 signature", 403)
-    secret = keys.get(match["akid"])
-    if secret is None:
-        raise AwsError(
-            "UnrecognizedClientException", "The security token included in the request is invalid.", 403
-        )
-    amz_date = (by_name.get("x-amz-date") or [""])[0]
-    _check_date(amz_date, match["date"], now or datetime.now(UTC))
+    by_name = _by_name(headers)
+    match, secret, amz_date = _authorization(keys, by_name, now)
     signed_names = match["signed"].split(";")
     canonical_headers = "".join(
         f"{name}:{','.join(' '.join(v.split()) for v in by_name.get(name, []))}\n" for name in signed_names

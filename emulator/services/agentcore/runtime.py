@@ -38,11 +38,13 @@ from emulator.services.agentcore.errors import (
 )
 from emulator.services.agentcore.shapes import DEFAULT_ENDPOINT
 from emulator.wire.awserrors import AwsError, request_id
+from emulator.wire.bodies import body_limit
 from emulator.wire.fidelity import Delay, delayed_chunks
 from emulator.wire.views import Handler
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 MAX_PAYLOAD = 100_000_000
+"""InvokeAgentRuntime's payload: botocore's model caps it at 100,000,000 bytes."""
 FORWARDED = (
     "Content-Type",
     "Accept",
@@ -133,16 +135,19 @@ def resolve(
     return Invocation(runtime, replica, session_id or f"emulator-{uuid.uuid4()}")
 
 
+def payload_too_large(limit: int) -> AwsError:
+    return field_error("payload", f"Member must have length less than or equal to {limit}")
+
+
 def runtime_handlers(
     config: EmulatorConfig, control: AgentRuntimeControl, http: httpx.AsyncClient
 ) -> dict[str, Handler]:
     """InvokeAgentRuntime (served by routes.py)."""
 
+    @body_limit(MAX_PAYLOAD, payload_too_large)
     async def invoke(target: str) -> Response:
-        body = await request.get_data()
+        body = await request.get_data()  # within MAX_PAYLOAD, refused from its length when it says so
         try:
-            if len(body) > MAX_PAYLOAD:
-                raise field_error("payload", f"Member must have length less than or equal to {MAX_PAYLOAD}")
             qualifier = request.args.get("qualifier")
             call = resolve(
                 control, target, qualifier, request.headers.get(SESSION_HEADER), request.args.get("accountId")

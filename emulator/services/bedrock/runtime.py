@@ -36,11 +36,15 @@ from emulator.services.bedrock.request_log import RequestLog
 from emulator.services.bedrock.shapes import KnownModels, parse_converse_request
 from emulator.wire import eventstream
 from emulator.wire.awserrors import request_id
+from emulator.wire.bodies import body_limit
 from emulator.wire.views import Handler
 
 logger = logging.getLogger(__name__)
 
 EVENTSTREAM_CONTENT_TYPE = "application/vnd.amazon.eventstream"
+MAX_REQUEST = 10 * 1024 * 1024
+"""The local models read text only and hold 8,192 tokens (about 32 KB of text); 10 MiB takes any
+conversation Strands sends them, with room for its tool specifications."""
 
 
 def _input_tokens(parsed: ConverseRequest) -> int:
@@ -91,6 +95,7 @@ def runtime_handlers(model: ReplyModel, log: RequestLog, models: KnownModels) ->
     """Converse and ConverseStream over `model` for the model IDs `models` knows, every request recorded
     in `log` (served by routes.py)."""
 
+    @body_limit(MAX_REQUEST)
     async def converse_stream(model_id: str) -> Response:
         parsed = parse_converse_request(model_id, await request.get_data(), models)
         generation = _Generation(model, parsed)
@@ -102,6 +107,7 @@ def runtime_handlers(model: ReplyModel, log: RequestLog, models: KnownModels) ->
         response.timeout = None  # a slow model may stream for longer than RESPONSE_TIMEOUT
         return response
 
+    @body_limit(MAX_REQUEST)
     async def converse(model_id: str) -> Response:
         parsed = parse_converse_request(model_id, await request.get_data(), models)
         loop = asyncio.get_running_loop()

@@ -37,6 +37,7 @@ from emulator.services.sagemaker.errors import input_error, model_error
 from emulator.services.sagemaker.shapes import NAME_RE
 from emulator.wire import auth, eventstream
 from emulator.wire.awserrors import AwsError, request_id, rest_json_error
+from emulator.wire.bodies import body_limit
 from emulator.wire.fidelity import Delay
 from emulator.wire.sigv4 import EventChain, Signed
 from emulator.wire.views import Handler
@@ -49,6 +50,17 @@ QUERY_RE = re.compile(
 )
 _CLOSING: set[asyncio.Task[None]] = set()
 """WebSockets still closing after their session ended (kept referenced until done)."""
+
+
+BUFFERED_INPUT = 2 * (eventstream.MAX_PAYLOAD_LENGTH + eventstream.MAX_HEADERS_LENGTH)
+"""What the client may have sent that the session has not yet taken (two of the largest events the
+codec admits): the input is read as it arrives, so this bounds memory, not the stream's length."""
+
+
+def unread_input_overflow(limit: int) -> Exception:
+    return eventstream.EventStreamError(
+        f"the client sent more than {limit} bytes that the container has not taken yet"
+    )
 
 
 class StreamFailure(Exception):
@@ -336,6 +348,7 @@ def bidirectional_handlers(config: EmulatorConfig, router: Router, runtime: Runt
         return Session(config, route, ws, signed)
 
     @auth.event_stream_input
+    @body_limit(BUFFERED_INPUT, unread_input_overflow)
     async def bidirectional(name: str) -> Response:
         try:
             session = await open_session(name)

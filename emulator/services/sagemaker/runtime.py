@@ -22,10 +22,12 @@ from emulator.controller.routing import Lease, Route, Router, RoutingError
 from emulator.services.sagemaker.errors import model_error, routing_error
 from emulator.wire import eventstream
 from emulator.wire.awserrors import AwsError, request_id
+from emulator.wire.bodies import body_limit
 from emulator.wire.fidelity import Delay, Rechunker, delayed_chunks
 from emulator.wire.views import Handler
 
 MAX_PAYLOAD = 6 * 1024 * 1024
+"""InvokeEndpoint's Body: botocore's model caps it at 6,291,456 bytes, for both operations."""
 FORWARDED = (
     "Content-Type",
     "Accept",
@@ -39,6 +41,10 @@ TIMED_OUT = (
     "Your invocation timed out while waiting for a response from container primary. Review the latency "
     "metrics for each container in Amazon CloudWatch, resolve the issue, and try again."
 )
+
+
+def payload_too_large(limit: int) -> AwsError:
+    return AwsError("ValidationError", f"Request payload is larger than {limit} bytes.")
 
 
 @dataclass
@@ -71,7 +77,7 @@ async def open_invocation(
     endpoint, the fidelity's inbound delay, the replica's answer opened as a stream. A routing failure
     is SageMaker's error; no answer from the container is the 424 with status 0."""
     if len(body) > MAX_PAYLOAD:
-        raise AwsError("ValidationError", f"Request payload is larger than {MAX_PAYLOAD} bytes.")
+        raise payload_too_large(MAX_PAYLOAD)
     try:
         route = router.route(name, variant)
     except RoutingError as err:
@@ -102,7 +108,7 @@ def runtime_handlers(config: EmulatorConfig, router: Router, http: httpx.AsyncCl
     """InvokeEndpoint and InvokeEndpointWithResponseStream, by operation (served by routes.py)."""
 
     async def forward(name: str) -> Invocation:
-        body = await request.get_data()
+        body = await request.get_data()  # within MAX_PAYLOAD (body_limit), refused from its length
         headers = {h: request.headers[h] for h in FORWARDED if h in request.headers}
         if "X-Amzn-SageMaker-Accept" in request.headers:
             headers["Accept"] = request.headers["X-Amzn-SageMaker-Accept"]
@@ -126,6 +132,7 @@ def runtime_handlers(config: EmulatorConfig, router: Router, http: httpx.AsyncCl
             ]
         return headers
 
+    @body_limit(MAX_PAYLOAD, payload_too_large)
     async def invoke(name: str) -> Response:
         invocation = await forward(name)  # an AwsError is answered by render_errors
         try:
@@ -143,6 +150,7 @@ def runtime_handlers(config: EmulatorConfig, router: Router, http: httpx.AsyncCl
             headers=response_headers(invocation.route, upstream),
         )
 
+    @body_limit(MAX_PAYLOAD, payload_too_large)
     async def invoke_stream(name: str) -> Response:
         invocation = await forward(name)  # an AwsError is answered by render_errors
         upstream, route = invocation.upstream, invocation.route

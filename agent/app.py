@@ -34,6 +34,7 @@ from agent.events import Event, EventClock, TurnError, agent_end, error, interru
 from agent.model import Conversations, SessionBusy, text_deltas
 from agent.modes import RUNS, Turn
 from agent.sagemaker_client import bidirectional_client
+from agent.telemetry import TurnTelemetry, tracer_provider
 from agent.tts_session import TTSSession
 from facts import AUDIO_FORMATS, BIDI, MODES
 from tts.wire.sse import encode_event
@@ -179,8 +180,18 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
     app = BedrockAgentCoreApp()
     conversations = Conversations(config)
     speech = Speech(config)
+    provider = tracer_provider()
 
     async def events(payload: Any, session_id: str | None) -> AsyncIterator[Event]:
+        telemetry = TurnTelemetry(provider)  # the turn's spans and EMF line, from its events
+        try:
+            async for event in turn_events(payload, session_id):
+                telemetry.observe(event)
+                yield event
+        finally:
+            telemetry.end()
+
+    async def turn_events(payload: Any, session_id: str | None) -> AsyncIterator[Event]:
         clock = EventClock()
         try:
             turn, played_ms = parse_request(payload, config)

@@ -5,6 +5,8 @@
 - `GET /_emulator/metrics?window_s=600`: every metric the emulator's CloudWatch holds with data in the
   window and its statistics (count, average, p50, p90, p99, maximum): what `python -m emulator metrics`
   prints. The status carries the last minute's first audio (p50, p90) and stalls of the tts replicas.
+- `POST /_emulator/otlp/v1/traces` (OTLP/HTTP, protobuf or JSON), `GET /_emulator/traces?limit=10`: the
+  spans the replicas export (emulator/traces.py), what `python -m emulator traces` shows as timelines.
 - `GET /_emulator/bedrock/requests`: the model requests Bedrock answered, oldest first
   (emulator/services/bedrock/request_log.py), which tests read to see the history a request carried.
 
@@ -37,6 +39,7 @@ from emulator.controller.store import (
 )
 from emulator.services.bedrock.request_log import RequestLog
 from emulator.services.cloudwatch.runtime import Metrics
+from emulator.traces import BadSpans, Traces
 from facts import FIRST_AUDIO_METRIC, METRICS_NAMESPACE, STALLS_METRIC
 
 LOAD_TIMEOUT_S = 1.0  # a replica busy computing still answers /ping within milliseconds (event loop)
@@ -198,9 +201,29 @@ def admin_blueprint(
     info: Callable[[], dict[str, Any]],
     bedrock_requests: RequestLog,
     metrics: Metrics | None = None,
+    traces: Traces | None = None,
 ) -> Blueprint:
     bp = Blueprint("emulator_admin", __name__)
     metrics = metrics or Metrics()
+    traces = traces or Traces()
+
+    @bp.post("/_emulator/otlp/v1/traces")
+    async def receive_spans() -> Response:
+        body = await request.get_data()
+        try:
+            traces.receive(body, request.headers.get("content-type", "application/x-protobuf"))
+        except BadSpans as exc:
+            return Response(json.dumps({"error": str(exc)}), 400, content_type="application/json")
+        if request.headers.get("content-type", "").startswith("application/json"):
+            return Response("{}", content_type="application/json")
+        return Response(b"", content_type="application/x-protobuf")  # an empty ExportTraceServiceResponse
+
+    @bp.get("/_emulator/traces")
+    async def get_traces() -> Response:
+        limit = request.args.get("limit", "10")
+        if not limit.isdigit() or not 0 < int(limit) <= 1000:
+            return Response(json.dumps({"error": "limit is a whole number from 1 to 1000"}), 400)
+        return Response(json.dumps(traces.recent(int(limit))), content_type="application/json")
 
     @bp.get("/_emulator/status")
     async def get_status() -> dict[str, Any]:

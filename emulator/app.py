@@ -50,6 +50,7 @@ from emulator.services.sagemaker import routes as sagemaker_routes
 from emulator.services.sagemaker.control import ControlPlane
 from emulator.services.sts import routes as sts_routes
 from emulator.services.sts.control import Sts
+from emulator.traces import Traces
 from emulator.wire import auth, bodies
 from emulator.wire.awserrors import AwsError, json_protocol_error
 from emulator.wire.awsjson import Operation, aws_json_blueprint
@@ -72,6 +73,7 @@ class Services:
     cloudformation: CloudFormation = field(init=False)
     cloudwatch: CloudWatchControl = field(init=False)
     bedrock_requests: RequestLog = field(default_factory=RequestLog)
+    traces: Traces = field(default_factory=Traces)
     preload_llm: bool = True
     """Load the local model behind Bedrock at start (the manifest runs an agent that will call it)."""
 

@@ -1,5 +1,5 @@
-"""`python -m emulator up|build|down|status|logs|metrics|env`: the arguments, and which module does each
-command.
+"""`python -m emulator up|build|down|status|logs|metrics|traces|env`: the arguments, and which module does
+each command.
 
 `build` builds one image from one of the repository's Dockerfiles, the way `up` builds its images
 (what `python -m deploy aws --target local` runs for the cloud assembly's image assets). `up` runs
@@ -8,7 +8,7 @@ the emulator in the foreground, or with `--detach` in the background until it is
 engine lacks, or whose sources changed, from the repository's Dockerfiles, showing each step
 (`images/`; `--no-build` refuses instead). `down` stops a running emulator (`daemon.py`); `env` prints
 its export lines; `status` and `logs` print its status and every replica's output, `metrics` the metrics
-its CloudWatch holds (`status_view.py`).
+its CloudWatch holds (`status_view.py`), `traces` the replicas' last traces as timelines (`traces.py`).
 Output meant for the shell is on stdout (`eval "$(python -m emulator env)"`); progress and errors go to
 stderr.
 """
@@ -128,6 +128,18 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_traces(args: argparse.Namespace) -> int:
+    """The replicas' last traces (the agent's turns) as timelines, the newest last."""
+    from emulator.traces import timeline
+
+    found = daemon.fetch_traces(daemon.running_record(_config(args)), args.limit)
+    if args.json:
+        print(json.dumps(found, indent=2))
+    else:
+        print("\n\n".join(timeline(trace) for trace in found) or "no traces yet")
+    return 0
+
+
 def cmd_logs(args: argparse.Namespace) -> int:
     """The last lines of every replica's output (endpoints' and agent runtimes'), or of the one named."""
     status = daemon.fetch_status(daemon.running_record(_config(args)))
@@ -176,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     metrics = sub.add_parser("metrics", help="the metrics of every replica (EMF lines) and PutMetricData")
     metrics.add_argument("-w", "--window", type=float, default=600.0, help="seconds back (default 600)")
     metrics.add_argument("--json", action="store_true")
+    traces = sub.add_parser("traces", help="the replicas' last traces (the agent's turns) as timelines")
+    traces.add_argument("-n", "--limit", type=int, default=1, help="traces (default 1: the last turn)")
+    traces.add_argument("--json", action="store_true")
     for command in sub.choices.values():
         command.add_argument(
             "--home", help="emulator home (default EMULATOR_HOME or ~/.cache/voice-agent-aws/emulator)"
@@ -188,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         "status": cmd_status,
         "logs": cmd_logs,
         "metrics": cmd_metrics,
+        "traces": cmd_traces,
         "env": cmd_env,
     }
     try:

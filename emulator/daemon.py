@@ -223,6 +223,21 @@ def fetch_metrics(record: dict[str, Any], window_s: float) -> list[dict[str, Any
     return answer.json()
 
 
+def fetch_traces(record: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    """`GET /_emulator/traces` of the running emulator `record` describes (admin.py)."""
+    try:
+        answer = httpx.get(
+            f"{record['http_url']}/_emulator/traces", params={"limit": limit}, timeout=5, trust_env=False
+        )
+    except httpx.HTTPError as exc:
+        raise DaemonError(
+            f"the emulator (pid {record['pid']}) does not answer at {record['http_url']}: {exc}"
+        ) from exc
+    if answer.status_code != 200:
+        raise DaemonError(answer.json().get("error", answer.text))
+    return answer.json()
+
+
 def fetch_status(record: dict[str, Any]) -> dict[str, Any]:
     """`GET /_emulator/status` of the running emulator `record` describes (admin.py)."""
     try:

@@ -204,7 +204,11 @@ async def run_emulator(
         controller,
         client,
         info=lambda: emulator.info() if emulator is not None else {},
-        platform_env=client_env(config, http_url, h2_url, str(tls.ca)),
+        # AgentCore's observability: each runtime's OpenTelemetry spans go to the emulator's collector.
+        platform_env={
+            **client_env(config, http_url, h2_url, str(tls.ca)),
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"{http_url}/_emulator/otlp",
+        },
         preload_llm=bool(manifest.agent_runtimes),
     )
     emulator = Emulator(services, tls, http_url, h2_url)

@@ -34,6 +34,8 @@ from emulator.controller.routing import Router
 from emulator.controller.runtimes import Runtime
 from emulator.controller.store import Store
 from emulator.images.assets import DockerImageAssets
+from emulator.llm import reply_model_from_config
+from emulator.llm.base import ReplyModel
 from emulator.openai_routes import openai_blueprint
 from emulator.services.agentcore import routes as agentcore_routes
 from emulator.services.agentcore.control import AgentRuntimeControl
@@ -76,15 +78,29 @@ class Services:
     traces: Traces = field(default_factory=Traces)
     preload_llm: bool = True
     """Load the local model behind Bedrock at start (the manifest runs an agent that will call it)."""
+    reply_model: ReplyModel = field(init=False)
+    """The model behind Bedrock: one for the routes and the preload."""
+    _preloaded: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         images = DockerImageAssets(self.config.base_image)
         self.cloudformation = CloudFormation(self.config, self.store, self, images)
         self.cloudwatch = CloudWatchControl(Metrics(), self.config.region, self.config.account_id)
+        self.reply_model = reply_model_from_config(self.config)
 
     def replica_metrics(self) -> LogMetrics:
         """What stores the EMF lines of every replica's log (emulator/server.py runs it)."""
         return LogMetrics(self.config.home_dir / "logs", self.cloudwatch.metrics)
+
+    def preload_reply_model(self) -> None:
+        """Start loading the local model behind Bedrock (once; a model that needs no load ignores it):
+        when the server starts with a manifest that runs an agent, and when any agent runtime is created
+        later (the deploy rehearsal creates its runtime after `emulator up`), so that an agent's first
+        question never waits for the load."""
+        warm = getattr(self.reply_model, "warm", None)
+        if not self._preloaded and callable(warm):
+            self._preloaded = True
+            warm()
 
     def operations(self) -> Mapping[str, Mapping[str, Operation]]:
         """Every control plane's operations, by boto3's service name."""
@@ -118,7 +134,7 @@ def make_services(
     preload_llm: bool = True,
 ) -> Services:
     """Every service over the one store; `platform_env` is what AgentCore gives each runtime."""
-    return Services(
+    services = Services(
         config=config,
         store=store,
         runtime=runtime,
@@ -133,11 +149,13 @@ def make_services(
             account_id=config.account_id,
             logs=config.home_dir / "logs",
             platform_env=platform_env,
+            on_create=lambda: services.preload_reply_model(),
         ),
         autoscaling=AutoScaling(config, store),
         sts=Sts(config),
         preload_llm=preload_llm,
     )
+    return services
 
 
 def create_app(services: Services) -> Quart:
@@ -160,7 +178,7 @@ def create_app(services: Services) -> Quart:
             },
         ),
         *sagemaker_routes.blueprints(services.config, services.router, services.runtime, services.http),
-        *bedrock_routes.blueprints(services.config, services.bedrock_requests, preload=services.preload_llm),
+        *bedrock_routes.blueprints(services.config, services.bedrock_requests, model=services.reply_model),
         *agentcore_routes.blueprints(services.config, services.agent_runtimes, services.http),
         *sts_routes.blueprints(services.sts),
         *cloudformation_routes.blueprints(services.cloudformation),
@@ -171,6 +189,8 @@ def create_app(services: Services) -> Quart:
     ]
     for blueprint in blueprints:
         app.register_blueprint(blueprint)
+    if services.preload_llm:
+        app.before_serving(services.preload_reply_model)
     _answer_the_rest_as_aws(app)
     return app
 

@@ -153,12 +153,14 @@ class EmulatorConfig:
     (emulator/services/bedrock/shapes.py): `EMULATOR_BEDROCK_MODEL_IDS=acme.model-v1:0,...`; a
     foundation-model ID brings its inference profiles (`us.`, `global.`) along."""
     llm_backend: str = "smollm2"
-    """`smollm2` (a real local model, emulator/llm/smollm/) or `script` (the deterministic paced
+    """`smollm2` (a real local model, emulator/llm/smollm/: int8 on onnxruntime-genai where installed,
+    else torch; `smollm2-onnx` / `smollm2-torch` name one) or `script` (the deterministic paced
     script); a set `llm_openai_base_url` selects the OpenAI-compatible server instead."""
     llm_cache_dir: Path = Path("~/.cache/voice-agent-aws/llm")
     """SmolLM2's GGUF and its dequantized copy (shared by every emulator home)."""
-    llm_threads: int = 1
-    """torch threads for SmolLM2 (on 2 busy cores, 1 is faster than 2)."""
+    llm_threads: int = 0
+    """SmolLM2's threads; 0: one per four usable cores, at least one (emulator/llm/threads.py), so on the
+    cores it shares with Kokoro speech keeps the rest."""
     llm_max_tokens: int = 80
     """SmolLM2's answer length in tokens: past it the answer ends at its next sentence end, at most 40
     tokens later (a request's smaller maxTokens wins)."""

@@ -69,8 +69,9 @@ def _check_fits(prompt_tokens: int, budget: int) -> None:
         )
 
 
-class _Turn:
-    """One request in the decoder's rotation: its prompt still to read, KV cache and answer."""
+class Answer:
+    """One request in the decoder's rotation, whatever runs the model: its prompt still to read, its
+    answer so far and when it ends (a backend's turn adds its KV cache and its forward pass)."""
 
     def __init__(
         self,
@@ -80,10 +81,8 @@ class _Turn:
         done: Callable[[BaseException | None], None],
         stop: threading.Event,
     ) -> None:
-        import torch
-
         self.pending = ids  # tokens to feed on this request's next turn: the prompt, then the last token
-        self.sequence = torch.tensor([ids], dtype=torch.long)  # what the penalties look at
+        self.prompt_tokens = len(ids)
         self.budget = budget
         self.emit = emit  # each new piece of text, from the decoder thread
         self.done = done  # once, from the decoder thread: None, or why the answer failed
@@ -92,20 +91,16 @@ class _Turn:
         self.generated: list[int] = []
         self.sent = ""
 
-    def step(self, model: Any, tokenizer: Any, processors: Any) -> bool:
-        """One forward pass (a prompt chunk or one token); True when the answer is finished."""
-        import torch
-
+    def next_chunk(self) -> list[int]:
+        """The tokens this turn's forward pass reads: up to PREFILL_CHUNK of the prompt, or the last token."""
         chunk, self.pending = self.pending[:PREFILL_CHUNK], self.pending[PREFILL_CHUNK:]
-        output = model(input_ids=torch.tensor([chunk]), cache=self.cache, use_cache=True)
-        self.cache = output.cache
-        if self.pending:
-            return False
-        token = int(processors(self.sequence, output.logits[:, -1]).argmax())
+        return chunk
+
+    def accept(self, token: int, tokenizer: Any) -> bool:
+        """Take the decoded `token` (emitting any whole new characters); True when the answer is finished."""
         if token == tokenizer.eos_token_id:
             return True
         self.generated.append(token)
-        self.sequence = torch.cat([self.sequence, torch.tensor([[token]])], dim=1)
         text = tokenizer.decode(self.generated, skip_special_tokens=True)
         if not text.endswith("\ufffd") and len(text) > len(self.sent):  # whole characters only
             self.emit(text[len(self.sent) :])
@@ -117,6 +112,28 @@ class _Turn:
             return True
         self.pending = [token]
         return False
+
+
+class _Turn(Answer):
+    """An answer on transformers + torch: the sequence the penalties look at is a tensor."""
+
+    def __init__(self, *args: Any) -> None:
+        import torch
+
+        super().__init__(*args)
+        self.sequence = torch.tensor([self.pending], dtype=torch.long)
+
+    def step(self, model: Any, tokenizer: Any, processors: Any) -> bool:
+        """One forward pass (a prompt chunk or one token); True when the answer is finished."""
+        import torch
+
+        output = model(input_ids=torch.tensor([self.next_chunk()]), cache=self.cache, use_cache=True)
+        self.cache = output.cache
+        if self.pending:
+            return False
+        token = int(processors(self.sequence, output.logits[:, -1]).argmax())
+        self.sequence = torch.cat([self.sequence, torch.tensor([[token]])], dim=1)
+        return self.accept(token, tokenizer)
 
 
 class SmolLM2Model:
@@ -137,15 +154,22 @@ class SmolLM2Model:
         self.system_prompt = system_prompt
         self._load_lock = threading.Lock()  # one load
         self._loaded: tuple[Any, Any] | None = None
+        self._warming = False
         self._tokenizer: Any = None
-        self._rotation: collections.deque[_Turn] = collections.deque()
+        self._rotation: collections.deque[Answer] = collections.deque()
         self._stepping = 0  # the turn out of the rotation for its forward pass (0 or 1)
+        self._fresh = 0  # turns at the rotation's front that have not had their first pass
         self._wake = threading.Condition()
         self._decoder: threading.Thread | None = None
 
     def warm(self) -> None:
         """Start loading in the background (a server calls this as it starts), so the first question
-        does not wait for it; a failure here is reported again by the request that needs the model."""
+        does not wait for it; a failure here is reported again by the request that needs the model.
+        Once: a later call (another agent runtime created) finds it loading or loaded."""
+        with self._load_lock:
+            if self._warming:
+                return
+            self._warming = True
         threading.Thread(target=self._warm, name="smollm2-load", daemon=True).start()
 
     def _warm(self) -> None:
@@ -217,32 +241,27 @@ class SmolLM2Model:
         with self._wake:
             return len(self._rotation) + self._stepping
 
-    def _submit(self, turn: _Turn) -> None:
+    def _submit(self, turn: Answer) -> None:
         with self._wake:
             if self._decoder is None:
                 self._decoder = threading.Thread(target=self._decode_forever, name="smollm2", daemon=True)
                 self._decoder.start()
-            self._rotation.append(turn)
+            # A new request reads its first prompt chunk before the others' next tokens, in arrival
+            # order: 8 arriving together all get a first token after 8 prompt passes (not 8 passes plus
+            # 7 tokens each), and each costs the answering ones one chunk; its later chunks queue at
+            # the back like any turn.
+            self._rotation.insert(self._fresh, turn)
+            self._fresh += 1
             self._wake.notify()
 
     def _decode_forever(self) -> None:
-        from transformers import (
-            LogitsProcessorList,
-            NoRepeatNGramLogitsProcessor,
-            RepetitionPenaltyLogitsProcessor,
-        )
-
-        processors = LogitsProcessorList(
-            [
-                RepetitionPenaltyLogitsProcessor(REPETITION_PENALTY),
-                NoRepeatNGramLogitsProcessor(NO_REPEAT_NGRAM),
-            ]
-        )
+        processors = self.processors()
         while True:
             with self._wake:
                 while not self._rotation:
                     self._wake.wait()
                 turn = self._rotation.popleft()
+                self._fresh = max(0, self._fresh - 1)
                 self._stepping = 1
             finished = True
             error: BaseException | None = None
@@ -261,7 +280,26 @@ class SmolLM2Model:
             if finished:
                 turn.done(error)
 
-    def _step(self, turn: _Turn, model: Any, tokenizer: Any, processors: Any) -> bool:
+    def processors(self) -> Any:
+        """The repetition rules the decoder applies to each token's logits."""
+        from transformers import (
+            LogitsProcessorList,
+            NoRepeatNGramLogitsProcessor,
+            RepetitionPenaltyLogitsProcessor,
+        )
+
+        return LogitsProcessorList(
+            [
+                RepetitionPenaltyLogitsProcessor(REPETITION_PENALTY),
+                NoRepeatNGramLogitsProcessor(NO_REPEAT_NGRAM),
+            ]
+        )
+
+    def new_turn(self, *args: Any) -> Answer:
+        """A request's place in the rotation (`Answer`'s arguments), for this backend's forward pass."""
+        return _Turn(*args)
+
+    def _step(self, turn: Any, model: Any, tokenizer: Any, processors: Any) -> bool:
         import torch
 
         with torch.inference_mode():
@@ -284,7 +322,7 @@ class SmolLM2Model:
             outcome.append(error)
             finished.set()
 
-        self._submit(_Turn(ids, budget, emit, done, stop))
+        self._submit(self.new_turn(ids, budget, emit, done, stop))
         finished.wait()
         if outcome[0] is not None:
             raise outcome[0]
@@ -318,7 +356,7 @@ class SmolLM2Model:
         ids, budget = await asyncio.to_thread(
             self._admit, self._messages(request), request.inference_config.get("maxTokens")
         )
-        turn = _Turn(
+        turn = self.new_turn(
             ids,
             budget,
             lambda piece: loop.call_soon_threadsafe(queue.put_nowait, piece),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +51,11 @@ class AgentRuntimeControl:
         account_id: str,
         logs: Path,
         platform_env: Mapping[str, str],
+        on_create: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
+        self.on_create = on_create
+        """Called for each runtime created: the app starts loading the model an agent will ask."""
         self.controller = controller
         self.region = region
         self.account_id = account_id
@@ -118,6 +121,7 @@ class AgentRuntimeControl:
         self.store.agent_runtimes[runtime_id] = runtime
         self.store.events.add("Normal", "Creating", name, f"agent runtime {runtime_id} version 1")
         self.controller.wake()
+        self.on_create()
         return {
             "agentRuntimeArn": arn,
             "agentRuntimeId": runtime_id,

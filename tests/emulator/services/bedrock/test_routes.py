@@ -47,3 +47,22 @@ def test_a_manifest_with_an_agent_runtime_loads_it_at_start(tmp_path: Path, warm
     with emulator_in_thread(config, manifest([runtime], toy)):
         pass
     assert len(warmed) == 1
+
+
+@pytest.mark.integration
+def test_an_agent_runtime_created_after_start_loads_it(tmp_path: Path, warmed: list[SmolLM2Model]):
+    """The deploy rehearsal creates its runtime after `emulator up` with a manifest without one: the
+    creation starts the load (once, however many runtimes follow)."""
+    config = fast_config(tmp_path, llm_backend="smollm2", llm_cache_dir=tmp_path / "llm")
+    body = {
+        "agentRuntimeName": "late",
+        "agentRuntimeArtifact": {"containerConfiguration": {"containerUri": "toy-agent:1"}},
+        "roleArn": "arn:aws:iam::123456789012:role/agent",
+        "networkConfiguration": {"networkMode": "PUBLIC"},
+    }
+    with emulator_in_thread(config, load_manifest(REPO / "compose" / "echo.yaml")) as emulator:
+        assert warmed == []
+        emulator.agent_runtimes.CreateAgentRuntime(dict(body))
+        assert len(warmed) == 1
+        emulator.agent_runtimes.CreateAgentRuntime({**body, "agentRuntimeName": "later"})
+    assert len(warmed) == 1

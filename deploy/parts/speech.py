@@ -31,11 +31,8 @@ class SpeechPart(Part):
             speech_stack(model, "ModelCache"),
             speech_stack(model, "Base"),
             speech_stack(model, "Endpoint"),
+            speech_stack(model, "Observability"),
         )
-        # The rehearsal's client-side CloudFormation (deploy/template_calls.py) creates no CloudWatch
-        # resource: locally the dashboard and alarms are synthesized, not deployed.
-        if self.config.target == "aws":
-            stacks += (speech_stack(model, "Observability"),)
         return stacks
 
     def build(self, app: cdk.App, source: Callable[[], ModelSource]) -> list[cdk.Stack]:

@@ -122,9 +122,9 @@ def test_the_flags_reach_the_config():
         config_from(parser.parse_args([*image, "--alarm-email", "nobody"]))
 
 
-def test_aws_deploys_the_stack_and_the_rehearsal_leaves_it_out(tmp_path: Path):
-    """deploy/template_calls.py creates no CloudWatch resource: `--target local` synthesizes the stack
-    and does not deploy it."""
-    assert SpeechPart(image_uris_config(tmp_path)).stacks[-1] == "KokoroSpeech-kokoro-82m-Observability"
-    local = SpeechPart(image_uris_config(tmp_path, target="local")).stacks
-    assert "KokoroSpeech-kokoro-82m-Observability" not in local
+def test_both_targets_deploy_the_stack(tmp_path: Path):
+    """One deploy path: the emulated CloudFormation puts the alarms and dashboard into the emulated
+    CloudWatch, as AWS's does."""
+    for target in ("aws", "local"):
+        stacks = SpeechPart(image_uris_config(tmp_path, target=target)).stacks
+        assert stacks[-1] == "KokoroSpeech-kokoro-82m-Observability"

@@ -17,6 +17,8 @@ from emulator.controller.store import Store
 from emulator.images.assets import image_tag
 from emulator.services.cloudformation.control import CloudFormation
 from emulator.services.cloudformation.resources import STACK_TAG
+from emulator.services.cloudwatch.control import CloudWatchControl
+from emulator.services.cloudwatch.runtime import Metrics
 from emulator.wire.awserrors import AwsError
 
 pytestmark = pytest.mark.cdk
@@ -26,6 +28,7 @@ STACKS = (
     "KokoroSpeech-kokoro-82m-ModelCache",
     "KokoroSpeech-kokoro-82m-Base",
     "KokoroSpeech-kokoro-82m-Endpoint",
+    "KokoroSpeech-kokoro-82m-Observability",
     "VoiceAgent-Base",
     "VoiceAgent-Runtime",
 )
@@ -33,13 +36,17 @@ RUNTIME_ARN = f"arn:aws:bedrock-agentcore:{REGION}:{ACCOUNT}:runtime/voice_agent
 
 
 class Recorder:
-    """Stands in for the other services: records every call, answers CreateAgentRuntime."""
+    """Stands in for the other services: records every call, answers CreateAgentRuntime; CloudWatch is
+    the emulator's own (the alarms and dashboard must be what PutMetricAlarm and PutDashboard take)."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
+        self.cloudwatch = CloudWatchControl(Metrics(), REGION, ACCOUNT)
 
     def call(self, service: str, operation: str, body: dict[str, Any]) -> dict[str, Any]:
         self.calls.append((service, operation, body))
+        if service == "cloudwatch":
+            return self.cloudwatch.operations()[operation](body)
         if operation == "CreateAgentRuntime":
             return {"agentRuntimeId": "voice_agent-abcdefghij", "agentRuntimeArn": RUNTIME_ARN}
         if operation in {"DescribeEndpoint", "GetAgentRuntime"}:  # deleted at once
@@ -47,7 +54,7 @@ class Recorder:
         return {}
 
     def offers(self, service: str) -> bool:
-        return False
+        return service == "cloudwatch"
 
     def one(self, operation: str) -> dict[str, Any]:
         (body,) = [body for _, op, body in self.calls if op == operation]
@@ -183,6 +190,26 @@ def test_the_runtime_is_created_with_the_templates_properties_in_the_apis_case(a
     assert {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}["RuntimeArn"] == RUNTIME_ARN
 
 
+def test_the_observability_stack_puts_its_alarms_and_dashboard_into_cloudwatch(applied: dict[str, Any]):
+    cloudwatch = applied["recorder"].cloudwatch
+    alarms = cloudwatch.operations()["DescribeAlarms"]({})["MetricAlarms"]
+    names = {alarm.get("MetricName") for alarm in alarms} | {
+        query["MetricStat"]["Metric"]["MetricName"]
+        for alarm in alarms
+        for query in alarm.get("Metrics", [])
+        if "MetricStat" in query
+    }
+    assert names >= {"TimeToFirstAudio", "SessionsOverCapacity", "Invocation5XXErrors"}
+    assert all(alarm["StateValue"] in {"OK", "INSUFFICIENT_DATA"} for alarm in alarms)
+    (dashboard,) = cloudwatch.operations()["ListDashboards"]({})["DashboardEntries"]
+    assert (
+        "TimeToFirstAudio"
+        in cloudwatch.operations()["GetDashboard"]({"DashboardName": dashboard["DashboardName"]})[
+            "DashboardBody"
+        ]
+    )
+
+
 def test_deleting_the_stacks_deletes_everything_made_in_reverse(applied: dict[str, Any]):
     recorder, store, cloudformation = applied["recorder"], applied["store"], applied["cloudformation"]
     recorder.calls.clear()
@@ -196,7 +223,12 @@ def test_deleting_the_stacks_deletes_everything_made_in_reverse(applied: dict[st
 
     asyncio.run(delete())
     deletes = [(service, op) for service, op, _ in recorder.calls if op.startswith(("Delete", "Deregister"))]
-    assert deletes == [
+    observability = {op for service, op in deletes[2:] if service == "cloudwatch"}
+    assert observability == {"DeleteAlarms", "DeleteDashboards"}  # the Observability stack, before Endpoint
+    cloudwatch = recorder.cloudwatch.operations()
+    assert cloudwatch["DescribeAlarms"]({})["MetricAlarms"] == []
+    assert cloudwatch["ListDashboards"]({})["DashboardEntries"] == []
+    assert [d for d in deletes if d[0] != "cloudwatch"] == [
         ("bedrock-agentcore-control", "DeleteAgentRuntimeEndpoint"),
         ("bedrock-agentcore-control", "DeleteAgentRuntime"),
         ("application-autoscaling", "DeleteScalingPolicy"),

@@ -71,7 +71,7 @@ def list_items(text: str) -> int:
     return len(re.findall(r"(?:^|\s)(?:\d+[.)]|[-*•])\s+\S", text))
 
 
-@pytest.fixture(scope="module", params=[SmolLM2GenaiModel, SmolLM2Model], ids=["onnx", "torch"])
+@pytest.fixture(scope="module", params=[SmolLM2Model], ids=["torch"])
 def smollm2(request: pytest.FixtureRequest) -> Iterator[SmolLM2Model]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_HUB_OFFLINE", "1")  # the model must load without the Hugging Face Hub
@@ -223,10 +223,10 @@ def test_the_llm_study_starts_concurrent_streams_at_once(smollm2: SmolLM2Model) 
 
 
 def test_the_default_backend_is_smollm2_and_the_script_stays_selectable(tmp_path: Path) -> None:
-    """SmolLM2 on onnxruntime-genai where it is installed (it is, in the test environment), torch by name."""
-    assert isinstance(reply_model_from_config(EmulatorConfig(llm_cache_dir=tmp_path)), SmolLM2GenaiModel)
-    torch_model = reply_model_from_config(EmulatorConfig(llm_cache_dir=tmp_path, llm_backend="smollm2-torch"))
-    assert type(torch_model) is SmolLM2Model
+    """SmolLM2 on torch by default, onnxruntime-genai by name."""
+    assert type(reply_model_from_config(EmulatorConfig(llm_cache_dir=tmp_path))) is SmolLM2Model
+    onnx_model = reply_model_from_config(EmulatorConfig(llm_cache_dir=tmp_path, llm_backend="smollm2-onnx"))
+    assert isinstance(onnx_model, SmolLM2GenaiModel)
     assert isinstance(reply_model_from_config(EmulatorConfig(llm_backend="script")), PacedScriptModel)
     assert EmulatorConfig.from_env({"EMULATOR_LLM_BACKEND": "script"}).llm_backend == "script"
     with pytest.raises(ConfigError, match="EMULATOR_LLM_BACKEND"):

@@ -46,11 +46,11 @@ def install(app: Quart, config: EmulatorConfig) -> None:
     async def check_signature() -> None:
         if not config.sigv4_keys or request.path.startswith(OPERATOR_PREFIX):
             return
-        check_headers(config.sigv4_keys, list(request.headers.items()))
-        bodies.apply_limit()
         view = current_app.view_functions.get(request.endpoint or "")
         if getattr(view, "unsigned", False):
             return
+        check_headers(config.sigv4_keys, list(request.headers.items()))
+        bodies.apply_limit()
         streaming = getattr(view, "event_stream_input", False)
         raw_path = request.scope.get("raw_path") or request.path.encode()
         g.signed = verify_request(

@@ -58,6 +58,8 @@ def test_a_reused_generator_answers_as_a_fresh_one(genai: SmolLM2GenaiModel) -> 
 
 
 def test_the_session_options_carry_the_thread_budget(tmp_path) -> None:
-    model = reply_model_from_config(EmulatorConfig(llm_cache_dir=tmp_path, llm_threads=0))
+    model = reply_model_from_config(
+        EmulatorConfig(llm_cache_dir=tmp_path, llm_backend="smollm2-onnx", llm_threads=0)
+    )
     assert isinstance(model, SmolLM2GenaiModel)
     assert model.session_options()["intra_op_num_threads"] == model.threads >= 1

@@ -406,10 +406,7 @@ class Scheduler:
         budget = job.budget_s
         if budget is not None:
             budget = max(0.0, budget - (time.perf_counter() - started))
-        # The rest of the answer counts for the first window of a session alone; shared, the others'
-        # turns already lengthen it, and the whole answer at that pace asked for the longest window.
-        later = job.later_segments + job.later_jobs if job.sharing == 1 else []
-        audio = job.windows.next(budget, job.sharing, later)
+        audio = job.windows.next(budget, job.sharing, job.later_segments + job.later_jobs)
         job.samples += len(audio)
         return float_to_pcm16(audio)
 
@@ -470,14 +467,8 @@ class Scheduler:
         speed = self.speed
         if not work or speed is None:
             return True
-        # The whole answer as if alone, the segment under way at the pace of the sessions sharing the
-        # engine (admitted within the capacity, each taking its turns by deadline). Counting them over
-        # the whole answer held the second of two sessions back until the first had finished its
-        # answer (first audio 4-8 s on 2 VNNI cores, with capacity for 3).
         sharing = max(1, sum(1 for o in self._admitted if o in self._queues))
-        own = work[:1] if job.windows is not None and not job.windows.done else []
-        lead = self._lead_s[owner]
-        return self.plan.follows(lead, work, speed, 1) and self.plan.follows(lead, own, speed, sharing)
+        return self.plan.follows(self._lead_s[owner], work, speed, sharing)
 
     def _start_listener(self, owner: Hashable) -> None:
         """Release the lead to the readers: the listener starts now with all of it."""

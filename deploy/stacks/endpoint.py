@@ -82,12 +82,6 @@ class EndpointStack(Stack):
                     container_startup_health_check_timeout_in_seconds=600,
                     model_data_download_timeout_in_seconds=600,
                     inference_ami_version=ami.version if ami else None,
-                    # A speech session holds its instance for a whole answer and each instance keeps
-                    # only its measured capacity gap-free (`/ping`'s load): send each new one to the
-                    # instance with the fewest in flight, not a random one (SageMaker's default).
-                    routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
-                        routing_strategy="LEAST_OUTSTANDING_REQUESTS"
-                    ),
                 )
             ],
         )

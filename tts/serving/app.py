@@ -50,7 +50,6 @@ HTTP_STATUS = {
     "unsupported_media_type": 415,
     "synthesis_failed": 500,
     "not_ready": 503,
-    "busy": 503,
 }
 
 

@@ -24,7 +24,6 @@ import time
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from tts.scheduling.admission import Queued
 from tts.scheduling.scheduler import Job, Scheduler
 from tts.serving.metrics import publish_error
 from tts.serving.streaming import AudioStats, SynthesisFailed, audio_frames
@@ -148,14 +147,9 @@ class Session:
         await self._send_json(protocol.synthesis_start(request))
         stats = AudioStats()
         try:
-            async for frame in audio_frames(
-                job, self._frame_bytes, stats, lambda: self._scheduler.load, places=True
-            ):
+            async for frame in audio_frames(job, self._frame_bytes, stats, lambda: self._scheduler.load):
                 if isinstance(frame, TimedWords):
                     await self._send_json(protocol.words(request, frame))
-                    continue
-                if isinstance(frame, Queued):
-                    await self._send_json(protocol.queued(request, frame.position))
                     continue
                 await self._pace()
                 if job.cancelled:

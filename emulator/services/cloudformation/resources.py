@@ -221,7 +221,6 @@ VARIANT_HONOURED = {
     "InitialInstanceCount",
     "InitialVariantWeight",
     "ContainerStartupHealthCheckTimeoutInSeconds",
-    "RoutingConfig",
 }
 
 

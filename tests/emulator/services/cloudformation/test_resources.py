@@ -139,7 +139,6 @@ def test_the_endpoint_config_carries_the_ami_timeouts_and_variant(applied: dict[
         "InstanceType": "ml.g5.xlarge",
         "ModelDataDownloadTimeoutInSeconds": 600,
         "ModelName": recorder.one("CreateModel")["ModelName"],
-        "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
         "VariantName": "AllTraffic",
     }
     assert recorder.one("CreateEndpoint") == {

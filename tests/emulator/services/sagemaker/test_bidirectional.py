@@ -33,21 +33,13 @@ from tests.emulator.support import (
 )
 
 pytestmark = pytest.mark.integration  # real servers: the emulator, test containers, official clients
-LEAST_OUTSTANDING = {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
-"""Variant A spreads its sessions (RoutingConfig; without one, SageMaker's routing is RANDOM)."""
 
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     resources = [
         model("echo", "echo:latest"),
-        *endpoint(
-            "echo",
-            [
-                variant("A", "echo", count=2, RoutingConfig=LEAST_OUTSTANDING),
-                variant("B", "echo", weight=0.0),
-            ],
-        ),
+        *endpoint("echo", [variant("A", "echo", count=2), variant("B", "echo", weight=0.0)]),
         model("unlabelled", "plain-echo:1"),
         *endpoint("unlabelled", [variant("AllTraffic", "unlabelled")]),
         model("text-only", "text-only:latest"),

@@ -209,40 +209,29 @@ def running_record(config: EmulatorConfig) -> dict[str, Any]:
     return record
 
 
-def fetch_metrics(record: dict[str, Any], window_s: float) -> list[dict[str, Any]]:
-    """`GET /_emulator/metrics` of the running emulator `record` describes (admin.py)."""
-    url = f"{record['http_url']}/_emulator/metrics"
-    try:
-        answer = httpx.get(url, params={"window_s": window_s}, timeout=5, trust_env=False)
-    except httpx.HTTPError as exc:
-        raise DaemonError(
-            f"the emulator (pid {record['pid']}) does not answer at {record['http_url']}: {exc}"
-        ) from exc
-    if answer.status_code != 200:
-        raise DaemonError(answer.json().get("error", answer.text))
-    return answer.json()
-
-
-def fetch_traces(record: dict[str, Any], limit: int) -> list[dict[str, Any]]:
-    """`GET /_emulator/traces` of the running emulator `record` describes (admin.py)."""
+def _operator_get(record: dict[str, Any], route: str, params: dict[str, Any] | None = None) -> Any:
+    """`GET /_emulator/<route>` of the running emulator `record` describes (admin.py), its JSON."""
     try:
         answer = httpx.get(
-            f"{record['http_url']}/_emulator/traces", params={"limit": limit}, timeout=5, trust_env=False
+            f"{record['http_url']}/_emulator/{route}", params=params, timeout=5, trust_env=False
         )
-    except httpx.HTTPError as exc:
-        raise DaemonError(
-            f"the emulator (pid {record['pid']}) does not answer at {record['http_url']}: {exc}"
-        ) from exc
-    if answer.status_code != 200:
-        raise DaemonError(answer.json().get("error", answer.text))
-    return answer.json()
-
-
-def fetch_status(record: dict[str, Any]) -> dict[str, Any]:
-    """`GET /_emulator/status` of the running emulator `record` describes (admin.py)."""
-    try:
-        return httpx.get(f"{record['http_url']}/_emulator/status", timeout=5, trust_env=False).json()
+        found = answer.json()
     except (httpx.HTTPError, ValueError) as exc:
         raise DaemonError(
             f"the emulator (pid {record['pid']}) does not answer at {record['http_url']}: {exc}"
         ) from exc
+    if answer.status_code != 200:
+        raise DaemonError(found.get("error", answer.text) if isinstance(found, dict) else answer.text)
+    return found
+
+
+def fetch_metrics(record: dict[str, Any], window_s: float) -> list[dict[str, Any]]:
+    return _operator_get(record, "metrics", {"window_s": window_s})
+
+
+def fetch_traces(record: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    return _operator_get(record, "traces", {"limit": limit})
+
+
+def fetch_status(record: dict[str, Any]) -> dict[str, Any]:
+    return _operator_get(record, "status")

@@ -8,7 +8,8 @@ goes unchanged through the path every invocation takes (`services/sagemaker/runt
 `open_invocation`: payload limit, a replica, a lease) to the container, which reads OpenAI's body and
 answers it in OpenAI's shapes, errors included (`tts/wire/openai_speech.py`). The container's answer
 comes back as it streams, with its own status: a client that speaks OpenAI sees what OpenAI would
-answer, not SageMaker's 424 wrapper. `python -m tts.gateway`'s counterpart on AWS is `gateway/`.
+answer, not SageMaker's 424 wrapper. Its counterpart on AWS is `python -m gateway`; both refuse what
+needs no container through `gateway/front.py`.
 
 What only this side can refuse is refused in OpenAI's envelope too: a body that is not JSON (400), a
 `model` that names no endpoint (404 `model_not_found`), no replica ready (503).
@@ -17,9 +18,7 @@ What only this side can refuse is refused in OpenAI's envelope too: a body that 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
 from quart import Blueprint, Response, request
@@ -29,50 +28,35 @@ from emulator.controller.routing import Router
 from emulator.services.sagemaker.runtime import open_invocation
 from emulator.wire.auth import unsigned
 from emulator.wire.awserrors import AwsError
+from gateway.front import (
+    OPENAI_MODELS,
+    VOICES_REQUEST,
+    OpenAIRefusal,
+    captioned_request,
+    endpoint_for,
+    model_list,
+    speech_body,
+)
 
-OPENAI_MODELS = ("tts-1", "tts-1-hd")
-"""OpenAI's speech model names: the only endpoint, when there is exactly one."""
-VOICES_REQUEST = b'{"type": "voices"}'
-
-
-class OpenAIError(Exception):
-    def __init__(self, status: int, message: str, code: str, param: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.code, self.param = status, message, code, param
-
-    def response(self) -> Response:
-        kind = "invalid_request_error" if self.status < 500 else "server_error"
-        body = {"error": {"message": self.message, "type": kind, "param": self.param, "code": self.code}}
-        return Response(json.dumps(body), status=self.status, content_type="application/json")
+JSON = "application/json"
 
 
 def openai_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncClient) -> Blueprint:
     bp = Blueprint("openai", __name__)
 
-    @bp.errorhandler(OpenAIError)
-    async def openai_error(err: OpenAIError) -> Response:
-        return err.response()
+    @bp.errorhandler(OpenAIRefusal)
+    async def openai_error(refusal: OpenAIRefusal) -> Response:
+        return Response(refusal.body(), status=refusal.status, content_type=JSON)
 
     def endpoints() -> list[str]:
         return sorted(name for name, ep in router.store.endpoints.items() if ep.status == "InService")
 
-    def endpoint_for(model: object) -> str:
-        names = endpoints()
-        if model in OPENAI_MODELS and len(names) == 1:
-            return names[0]
-        if isinstance(model, str) and model in names:
-            return model
-        hint = f"; the endpoints are {', '.join(names)}" if names else "; no endpoint is in service"
-        raise OpenAIError(404, f"The model {model!r:.80} does not exist{hint}", "model_not_found", "model")
-
     async def forward(model: object, body: bytes) -> Response:
-        name = endpoint_for(model)
+        name = endpoint_for(model, endpoints())
         try:
-            invocation = await open_invocation(
-                config, router, http, name, body, {"Content-Type": "application/json"}
-            )
+            invocation = await open_invocation(config, router, http, name, body, {"Content-Type": JSON})
         except AwsError as err:
-            raise OpenAIError(err.status if err.status < 500 else 503, err.message, err.code) from err
+            raise OpenAIRefusal(err.status if err.status < 500 else 503, err.message, err.code) from err
         upstream = invocation.upstream
 
         async def chunks() -> AsyncIterator[bytes]:
@@ -88,28 +72,17 @@ def openai_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncCl
             content_type=upstream.headers.get("Content-Type", "application/octet-stream"),
         )
 
-    async def speech_body() -> dict[str, Any]:
-        try:
-            body = json.loads(await request.get_data())
-        except (ValueError, RecursionError):
-            raise OpenAIError(400, "The body is not JSON", "invalid_json") from None
-        if not isinstance(body, dict):
-            raise OpenAIError(400, "The body must be a JSON object", "not_an_object")
-        if "input" not in body:
-            raise OpenAIError(400, "you must provide an input", "missing_text", "input")
-        return body
-
     @bp.post("/v1/audio/speech")
     @unsigned
     async def speech() -> Response:
-        body = await speech_body()
-        return await forward(body.get("model"), await request.get_data())
+        raw = await request.get_data()
+        return await forward(speech_body(raw).get("model"), raw)
 
     @bp.post("/dev/captioned_speech")
     @unsigned
     async def captioned_speech() -> Response:
-        body = await speech_body()
-        return await forward(body.get("model"), json.dumps({**body, "return_timestamps": True}).encode())
+        body = speech_body(await request.get_data())
+        return await forward(body.get("model"), captioned_request(body))
 
     @bp.get("/v1/audio/voices")
     @unsigned
@@ -119,10 +92,6 @@ def openai_blueprint(config: EmulatorConfig, router: Router, http: httpx.AsyncCl
     @bp.get("/v1/models")
     @unsigned
     async def models() -> Response:
-        names = endpoints()
-        ids = [*names, *(OPENAI_MODELS if len(names) == 1 else ())]
-        created = int(time.time())
-        data = [{"id": i, "object": "model", "created": created, "owned_by": "emulator"} for i in ids]
-        return Response(json.dumps({"object": "list", "data": data}), content_type="application/json")
+        return Response(json.dumps(model_list(endpoints(), "emulator")), content_type=JSON)
 
     return bp

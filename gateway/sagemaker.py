@@ -9,13 +9,14 @@ unwrapped. Any other AWS error becomes an OpenAI-shaped error with the AWS code.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
+
+from gateway.front import OpenAIRefusal
 
 JSON = "application/json"
 
@@ -28,10 +29,8 @@ class Answer:
     """The body, as the endpoint streams it (a whole body is one chunk)."""
 
 
-def openai_error(status: int, message: str, code: str, param: str | None = None) -> Answer:
-    kind = "invalid_request_error" if status < 500 else "server_error"
-    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
-    return Answer(status, JSON, iter([json.dumps(body).encode()]))
+def openai_error(refusal: OpenAIRefusal) -> Answer:
+    return Answer(refusal.status, JSON, iter([refusal.body()]))
 
 
 def _refused(err: ClientError) -> Answer:
@@ -42,7 +41,11 @@ def _refused(err: ClientError) -> Answer:
     status = response.get("ResponseMetadata", {}).get("HTTPStatusCode", 500)
     error = response.get("Error", {})
     return openai_error(
-        status if status < 500 else 502, str(error.get("Message", err)), str(error.get("Code", "aws_error"))
+        OpenAIRefusal(
+            status if status < 500 else 502,
+            str(error.get("Message", err)),
+            str(error.get("Code", "aws_error")),
+        )
     )
 
 
@@ -57,7 +60,9 @@ class SageMakerEndpoints:
         except ClientError as err:
             return _refused(err)
         except BotoCoreError as err:
-            return openai_error(502, f"could not reach the endpoint: {err}", "endpoint_unreachable")
+            return openai_error(
+                OpenAIRefusal(502, f"could not reach the endpoint: {err}", "endpoint_unreachable")
+            )
         return Answer(200, response.get("ContentType", JSON), iter([response["Body"].read()]))
 
     def stream(self, endpoint: str, body: bytes) -> Answer:
@@ -69,7 +74,9 @@ class SageMakerEndpoints:
         except ClientError as err:
             return _refused(err)
         except BotoCoreError as err:
-            return openai_error(502, f"could not reach the endpoint: {err}", "endpoint_unreachable")
+            return openai_error(
+                OpenAIRefusal(502, f"could not reach the endpoint: {err}", "endpoint_unreachable")
+            )
 
         def parts() -> Iterator[bytes]:
             for event in response["Body"]:

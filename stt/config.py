@@ -17,24 +17,15 @@ VAD_CHUNK_SAMPLES = 512
 VAD_CHUNK_MS = 32
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_number[N: (int, float)](name: str, default: N, kind: type[N]) -> N:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
-        return int(raw)
+        return kind(raw)
     except ValueError as exc:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+        what = "an integer" if kind is int else "a number"
+        raise ValueError(f"{name} must be {what}, got {raw!r}") from exc
 
 
 @dataclass(frozen=True)
@@ -96,16 +87,16 @@ class STTConfig:
             cache_dir=Path(env.get("STT_CACHE_DIR") or cls.cache_dir),
             device=env.get("STT_DEVICE") or cls.device,
             compute_type=env.get("STT_COMPUTE_TYPE") or cls.compute_type,
-            threads=_env_int("STT_THREADS", cls.threads),
+            threads=_env_number("STT_THREADS", cls.threads, int),
             language=env.get("STT_LANGUAGE") or cls.language,
-            beam_size=_env_int("STT_BEAM_SIZE", cls.beam_size),
-            vad_threshold=_env_float("STT_VAD_THRESHOLD", cls.vad_threshold),
-            end_of_turn_ms=_env_int("STT_END_OF_TURN_MS", cls.end_of_turn_ms),
-            min_speech_ms=_env_int("STT_MIN_SPEECH_MS", cls.min_speech_ms),
-            speech_pad_ms=_env_int("STT_SPEECH_PAD_MS", cls.speech_pad_ms),
-            partial_interval_ms=_env_int("STT_PARTIAL_INTERVAL_MS", cls.partial_interval_ms),
-            max_clip_s=_env_int("STT_MAX_CLIP_S", cls.max_clip_s),
+            beam_size=_env_number("STT_BEAM_SIZE", cls.beam_size, int),
+            vad_threshold=_env_number("STT_VAD_THRESHOLD", cls.vad_threshold, float),
+            end_of_turn_ms=_env_number("STT_END_OF_TURN_MS", cls.end_of_turn_ms, int),
+            min_speech_ms=_env_number("STT_MIN_SPEECH_MS", cls.min_speech_ms, int),
+            speech_pad_ms=_env_number("STT_SPEECH_PAD_MS", cls.speech_pad_ms, int),
+            partial_interval_ms=_env_number("STT_PARTIAL_INTERVAL_MS", cls.partial_interval_ms, int),
+            max_clip_s=_env_number("STT_MAX_CLIP_S", cls.max_clip_s, int),
             host=env.get("STT_HOST") or cls.host,
-            port=_env_int("STT_PORT", cls.port),
+            port=_env_number("STT_PORT", cls.port, int),
         )
         return replace(config, **overrides) if overrides else config

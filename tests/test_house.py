@@ -37,7 +37,7 @@ ALLOWED = {
     "tts": ("tts", *SHARED),
     "stt": ("stt", *SHARED),
     "agent": ("agent", "tts.wire.sse", "tts.text.speech_text", *SHARED),
-    "emulator": ("emulator", *SHARED),
+    "emulator": ("emulator", "gateway.front", *SHARED),
     "deploy": ("deploy", "agent.config", *SHARED),
     "gateway": ("gateway", *SHARED),
     "tools": ("tools", *SHIPPED, *SHARED),

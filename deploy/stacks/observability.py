@@ -71,64 +71,63 @@ class ObservabilityStack(Stack):
             label="errors (% of requests)",
             period=five,
         )
+
+        def alarm(
+            construct_id: str,
+            name: str,
+            description: str,
+            metric: cloudwatch.IMetric,
+            threshold: float,
+            periods: int = 1,
+        ) -> cloudwatch.Alarm:
+            """Every alarm fires above its threshold; no data (an idle endpoint) is not breaching."""
+            return cloudwatch.Alarm(
+                self,
+                construct_id,
+                alarm_name=f"{endpoint_name}-{name}",
+                alarm_description=description,
+                metric=metric,
+                threshold=threshold,
+                evaluation_periods=periods,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+
+        minutes = config.over_capacity_alarm_minutes
         self.alarms = {
-            "first_audio": cloudwatch.Alarm(
-                self,
+            "first_audio": alarm(
                 "FirstAudioP90",
-                alarm_name=f"{endpoint_name}-first-audio-p90",
-                alarm_description=f"p90 time to first audio over {config.first_audio_alarm_ms:g} ms",
-                metric=_tts(FIRST_AUDIO_METRIC, "p90"),
-                threshold=config.first_audio_alarm_ms,
-                evaluation_periods=3,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                "first-audio-p90",
+                f"p90 time to first audio over {config.first_audio_alarm_ms:g} ms",
+                _tts(FIRST_AUDIO_METRIC, "p90"),
+                config.first_audio_alarm_ms,
+                periods=3,
             ),
-            "error_rate": cloudwatch.Alarm(
-                self,
-                "ErrorRate",
-                alarm_name=f"{endpoint_name}-error-rate",
-                alarm_description="typed errors over 5 % of requests in 5 minutes",
-                metric=error_rate,
-                threshold=5,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            "error_rate": alarm(
+                "ErrorRate", "error-rate", "typed errors over 5 % of requests in 5 minutes", error_rate, 5
             ),
-            "over_capacity": cloudwatch.Alarm(
-                self,
+            "over_capacity": alarm(
                 "SessionsOverCapacity",
-                alarm_name=f"{endpoint_name}-sessions-over-capacity",
-                alarm_description=(
-                    f"more sessions than a replica keeps gap-free for {config.over_capacity_alarm_minutes} "
-                    "minutes: scale out, or lower the target concurrency"
-                ),
-                metric=_tts(OVER_CAPACITY_METRIC, "Maximum"),
-                threshold=0,
-                evaluation_periods=config.over_capacity_alarm_minutes,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                "sessions-over-capacity",
+                f"more sessions than a replica keeps gap-free for {minutes} minutes: scale out, or lower "
+                "the target concurrency",
+                _tts(OVER_CAPACITY_METRIC, "Maximum"),
+                0,
+                periods=minutes,
             ),
-            "invocation_5xx": cloudwatch.Alarm(
-                self,
+            "invocation_5xx": alarm(
                 "Invocation5XXErrors",
-                alarm_name=f"{endpoint_name}-invocation-5xx",
-                alarm_description="the endpoint answered 5xx (SageMaker's Invocation5XXErrors)",
-                metric=endpoint_metric("Invocation5XXErrors", "Sum"),
-                threshold=0,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                "invocation-5xx",
+                "the endpoint answered 5xx (SageMaker's Invocation5XXErrors)",
+                endpoint_metric("Invocation5XXErrors", "Sum"),
+                0,
             ),
-            "model_setup": cloudwatch.Alarm(
-                self,
+            "model_setup": alarm(
                 "ModelSetupTime",
-                alarm_name=f"{endpoint_name}-model-setup-time",
-                alarm_description="a model took over 5 minutes to set up (SageMaker's ModelSetupTime)",
-                metric=endpoint_metric("ModelSetupTime", "Maximum"),
-                threshold=Duration.minutes(5).to_seconds() * 1_000_000,  # microseconds
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                "model-setup-time",
+                "a model took over 5 minutes to set up (SageMaker's ModelSetupTime)",
+                endpoint_metric("ModelSetupTime", "Maximum"),
+                Duration.minutes(5).to_seconds() * 1_000_000,  # microseconds
             ),
         }
         self.topic: sns.Topic | None = None

@@ -124,27 +124,23 @@ def create_app(config: TTSConfig) -> Starlette:
     async def invocations(request: Request) -> Response:
         if not host.ready.is_set() or host.scheduler is None or host.catalog is None:
             return _not_ready(host)
+        obj: dict[str, object] | None = None
         try:
             check_media_type(request.headers.get("content-type"))
             obj = decode(await _read_body(request, config.max_body_bytes))
+            if obj.get("type") == "voices":
+                return JSONResponse(protocol.voice_list(host.catalog))
+            speech = parse_speech(obj, host.catalog) if is_speech_body(obj) else None
+            synth, transport = (speech.synthesize, "") if speech else invocation_request(obj, host.catalog)
         except ProtocolError as error:
             publish_error(error.code)  # a synthesis failure is counted where it is found (streaming)
-            return _error(error)
-        if obj.get("type") == "voices":
-            return JSONResponse(protocol.voice_list(host.catalog))
-        if is_speech_body(obj):
-            try:
-                speech = parse_speech(obj, host.catalog)
-                return await openai_response(speech, *await start(speech.synthesize))
-            except ProtocolError as error:
-                publish_error(error.code)
-                return _openai_error(error)
+            return _openai_error(error) if obj is not None and is_speech_body(obj) else _error(error)
         try:
-            synth, transport = invocation_request(obj, host.catalog)
             job, stats, first, frames = await start(synth)
-        except ProtocolError as error:
-            publish_error(error.code)
-            return _error(error)
+        except ProtocolError as error:  # the synthesis failed before its first audio: counted there
+            return _openai_error(error) if speech else _error(error)
+        if speech:
+            return await openai_response(speech, job, stats, first, frames)
         if transport == "sse":
             return StreamingResponse(
                 _sse_events(host, job, first, frames, stats), media_type="text/event-stream"

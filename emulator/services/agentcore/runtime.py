@@ -26,6 +26,7 @@ import httpx
 from quart import Response, request
 
 from emulator.config import EmulatorConfig
+from emulator.controller.forward import post_invocation
 from emulator.controller.routing import Lease
 from emulator.controller.store import AgentRuntime, Replica
 from emulator.services.agentcore.control import AgentRuntimeControl
@@ -159,19 +160,9 @@ def runtime_handlers(
         headers[SESSION_HEADER] = call.session_id
         headers[REQUEST_ID_HEADER] = request_id()
         await Delay(config.latency_in_ms, config.jitter_in_ms).hold(time.monotonic())
-        host, port = call.replica.address or ("127.0.0.1", 0)
         lease = Lease(call.replica)
         try:
-            upstream = await http.send(
-                http.build_request(
-                    "POST",
-                    f"http://{host}:{port}/invocations",
-                    content=body,
-                    headers=headers,
-                    timeout=INVOCATION_TIMEOUT,
-                ),
-                stream=True,
-            )
+            upstream = await post_invocation(http, call.replica, body, headers, INVOCATION_TIMEOUT)
             if not 200 <= upstream.status_code < 300:
                 text = (await upstream.aread()).decode(errors="replace")
                 await upstream.aclose()

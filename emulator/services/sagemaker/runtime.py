@@ -18,6 +18,7 @@ import httpx
 from quart import Response, request
 
 from emulator.config import EmulatorConfig
+from emulator.controller.forward import post_invocation
 from emulator.controller.routing import Lease, Route, Router, RoutingError
 from emulator.services.sagemaker.errors import model_error, routing_error
 from emulator.wire import eventstream
@@ -83,19 +84,9 @@ async def open_invocation(
     except RoutingError as err:
         raise routing_error(err) from err
     await Delay(config.latency_in_ms, config.jitter_in_ms).hold(time.monotonic())
-    host, port = route.replica.address or ("127.0.0.1", 0)
     lease = route.lease()
     try:
-        upstream = await http.send(
-            http.build_request(
-                "POST",
-                f"http://{host}:{port}/invocations",
-                content=body,
-                headers=headers,
-                timeout=config.invoke_timeout_s,
-            ),
-            stream=True,
-        )
+        upstream = await post_invocation(http, route.replica, body, headers, config.invoke_timeout_s)
     except httpx.HTTPError as exc:
         lease.release()
         if isinstance(exc, httpx.TimeoutException):

@@ -27,10 +27,13 @@ from agent.config import AgentConfig
 from agent.events import TurnError
 
 MAX_CONVERSATIONS = 256
-RELEASE_WAIT_S = 2.0
-"""How long a turn waits for its session's abandoned previous answer to let go of the agent. Strands
-stops it at the model's next chunk (one token: 0.05-0.3 s from the local model), and the client that
-abandoned a turn often asks the next question at once (barge-in)."""
+RELEASE_WAIT_S = 15.0
+"""How long a turn waits for its session's stopped previous answer to let go of the agent. Strands
+stops it at the model's next chunk (one token: 0.05-0.3 s from the local model on an idle machine), and
+the client that abandoned a turn often asks the next question at once (barge-in). A stopped answer
+always ends, so this bounds only a model that hangs: on a loaded 2-core machine the stop of a turn
+still opening its speech session took over 2 s (the limit this replaced), and the barge-in was
+refused as `session_busy`."""
 
 
 class SessionBusy(TurnError):
@@ -207,6 +210,9 @@ class Conversation:
             return None
         spoken.recorded = True
         spoken.interrupt_requested.set()
+        answer = _ANSWERS.get(self.agent)
+        if answer is not None:
+            answer.stop.set()  # the model stops too, not only the speech (the next turn waits for it)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(RELEASE_WAIT_S):
                 await spoken.ended.wait()
@@ -214,7 +220,6 @@ class Conversation:
         if record is not None:
             before = self._last_before_turn
             _after_answer(self.agent, lambda: _record_assistant_turn(self.agent, record, before))
-        answer = _ANSWERS.get(self.agent)
         if answer is not None:
             await asyncio.wait({answer.task}, timeout=RELEASE_WAIT_S)
         return record

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -24,6 +25,9 @@ from emulator.images.base import DEFAULT_BASE, resolve_base
 from emulator.images.build_config import build_config_files, pip_settings, proxy_build_args
 
 REPO = Path(__file__).resolve().parents[2]
+# The terminal colours Docker wraps a step's stderr in (`\x1b[91m...\x1b[0m`): kept out of the log
+# lines an ImageBuildError quotes, which reach stack events and the deploy command's output.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 SOURCE_LABEL = "voice-agent-aws.source"
 """A hash of the build context an image was built from: a changed source rebuilds it (cached steps
 stay cached), an unchanged one is used as it is."""
@@ -93,7 +97,7 @@ def build_image(
                     detail = chunk.get("errorDetail", {}).get("message") or chunk["error"]
                     tail = "\n".join(last[-10:])
                     raise ImageBuildError(f"building {request.image} failed: {detail.strip()}\n{tail}")
-                for line in str(chunk.get("stream", "")).splitlines():
+                for line in _ANSI.sub("", str(chunk.get("stream", ""))).splitlines():
                     if line.strip():
                         last.append(line)
                         if line.startswith("Step "):

@@ -11,12 +11,25 @@ included) is answered in it. The services' own codes and messages are in their `
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
 from xml.sax.saxutils import escape
 
 from quart import Blueprint, Response
+
+# XML 1.0 allows no control character but tab, LF and CR, not even as a character reference: a build
+# log's ANSI colour (`\x1b[91m`) in a stack event's reason made botocore refuse the whole
+# DescribeStackEvents answer ("not well-formed (invalid token)"). Such a character is written as the
+# text of its Python escape, so the reason still reads whole.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(value: str) -> str:
+    """`value` as XML character data: `&`, `<`, `>` escaped, characters XML cannot carry spelled out."""
+    spelled = _NOT_XML.sub(lambda c: c.group().encode("unicode_escape", "backslashreplace").decode(), value)
+    return escape(spelled)
 
 
 class AwsError(Exception):
@@ -59,8 +72,8 @@ def rest_json_error(err: AwsError, message_member: str = "Message") -> Response:
 def query_error(err: AwsError, namespace: str) -> Response:
     """awsQuery (STS, CloudFormation): an XML error document."""
     body = (
-        f'<ErrorResponse xmlns="{namespace}"><Error><Type>Sender</Type><Code>{escape(err.code)}</Code>'
-        f"<Message>{escape(err.message)}</Message></Error><RequestId>{request_id()}</RequestId></ErrorResponse>"
+        f'<ErrorResponse xmlns="{namespace}"><Error><Type>Sender</Type><Code>{xml_text(err.code)}</Code>'
+        f"<Message>{xml_text(err.message)}</Message></Error><RequestId>{request_id()}</RequestId></ErrorResponse>"
     )
     return Response(body, status=err.status, content_type="text/xml")
 

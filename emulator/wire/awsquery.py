@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from xml.sax.saxutils import escape
 
 from quart import Blueprint, Response, request
 
-from emulator.wire.awserrors import AwsError, query_error, render_errors, request_id
+from emulator.wire.awserrors import AwsError, query_error, render_errors, request_id, xml_text
 from emulator.wire.awsjson import Operation
 
 
@@ -55,7 +54,7 @@ def to_xml(value: Any) -> str:
         return "".join(f"<member>{to_xml(item)}</member>" for item in value)
     if isinstance(value, bool):
         return "true" if value else "false"
-    return escape(str(value))
+    return xml_text(str(value))
 
 
 def aws_query_blueprint(

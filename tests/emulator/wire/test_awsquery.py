@@ -54,3 +54,20 @@ def test_a_result_is_the_xml_botocore_parses_back():
     assert stack["StackName"] == "S" and stack["StackStatus"] == "CREATE_COMPLETE"
     assert stack["Outputs"] == [{"OutputKey": "Arn", "OutputValue": "a<b&c"}]
     assert stack["CreationTime"].year == 2026
+
+
+def test_characters_xml_cannot_carry_are_spelled_out_and_the_answer_still_parses():
+    """A failed image build's log in a stack event's reason: Docker's ANSI colour (ESC) and a NUL."""
+    operation = _model("cloudformation").operation_model("DescribeStackEvents")
+    reason = "building failed: \x1b[91mERROR: No space left on device\x1b[0m\x00 <&> été"
+    event = {"StackId": "s", "EventId": "e", "StackName": "S", "Timestamp": "2026-01-01T00:00:00Z"}
+    result = {"StackEvents": [{**event, "ResourceStatusReason": reason}]}
+    body = (
+        '<DescribeStackEventsResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/">'
+        f"<DescribeStackEventsResult>{to_xml(result)}</DescribeStackEventsResult></DescribeStackEventsResponse>"
+    ).encode()
+    parsed = QueryParser().parse({"body": body, "headers": {}, "status_code": 200}, operation.output_shape)
+    (event,) = parsed["StackEvents"]
+    assert event["ResourceStatusReason"] == (
+        "building failed: \\x1b[91mERROR: No space left on device\\x1b[0m\\x00 <&> été"
+    )

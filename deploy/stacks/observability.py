@@ -175,6 +175,7 @@ class ObservabilityStack(Stack):
                             _tts("Capacity", "Minimum", "capacity"),
                             _tts(OVER_CAPACITY_METRIC, "Maximum", "over capacity"),
                         ],
+                        right=[_tts("QueueWait", "p90", "queue wait p90 (ms)")],
                     ),
                     cloudwatch.GraphWidget(
                         title="Errors",

@@ -139,6 +139,7 @@ class Job:
     words: TimedWords | None = None  # the segment just started: put on `audio` before its first step
     samples: int = 0  # audio computed so far: where the next segment's words start
     submitted_at: float = field(default_factory=time.perf_counter)
+    started_at: float | None = None  # a worker first took it up: its wait in the queue ends
     run_options: RunFlag = field(default_factory=CancelFlag)
     budget_s: float | None = None  # the time its next step may take (set by the scheduler each turn)
     cover_s: float = 0.0  # a first window's audio must last this long (set with `budget_s`)
@@ -324,6 +325,8 @@ class Scheduler:
         """In a worker thread: G2P on the job's first turn, the text side on a segment's first turn,
         then one decoder step, sized to what is left of the budget once the text side has run."""
         started = time.perf_counter()
+        if job.started_at is None:
+            job.started_at = started
         request = job.request
         if job.segments is None:
             if request.written is None:

@@ -8,7 +8,9 @@ detection is left out, because outside Lambda it probes the EC2 metadata address
 stdout sink does not flush, so a line would wait in the block buffer of a redirected stdout.
 
 Per request (namespace facts.METRICS_NAMESPACE, dimension `Service=tts`): TimeToFirstAudio (ms, from
-the request reaching the scheduler to its first audio frame handed to the transport), AudioSeconds,
+the request reaching the scheduler to its first audio frame handed to the transport), QueueWait (ms,
+from the request reaching the scheduler to a decoder worker taking it up: what first audio spent behind
+other sessions' steps), AudioSeconds,
 RealTimeFactor (wall time over audio time, from submit to the last audio), Stalls and StallSeconds (a
 decoder step that came after a listener playing from the first audio in real time had run out),
 SessionsActive, Capacity and SessionsOverCapacity (the scheduler's `/ping` load, the most seen at
@@ -47,6 +49,9 @@ class RequestClock:
     """The first frame handed to the transport: what a client measures, less the network (and, on a
     session, after any wait for the listener to play the previous request)."""
     first_step_at: float | None = None
+    started_at: float | None = None
+    """A decoder worker first took the request up (the scheduler's `Job.started_at`): the request waited
+    in the queue before it, behind other sessions' steps."""
     played_until: float = 0.0
     last_audio_at: float = 0.0
     stalls: int = 0
@@ -104,6 +109,10 @@ def publish_request(clock: RequestClock, audio_s: float, out: IO[str] | None = N
     context.put_metric(
         FIRST_AUDIO_METRIC, round((clock.first_audio_at - clock.submitted_at) * 1000, 1), "Milliseconds"
     )
+    if clock.started_at is not None:
+        context.put_metric(
+            "QueueWait", round((clock.started_at - clock.submitted_at) * 1000, 1), "Milliseconds"
+        )
     context.put_metric("AudioSeconds", round(audio_s, 3), "Seconds")
     context.put_metric("RealTimeFactor", round((clock.last_audio_at - clock.submitted_at) / audio_s, 3))
     context.put_metric(STALLS_METRIC, clock.stalls, "Count")

@@ -49,7 +49,7 @@ async def audio_frames(
     while True:
         item = await job.audio.get()
         if job.cancelled and not isinstance(item, BaseException):
-            _ended(clock, stats, load)
+            _ended(job, clock, stats, load)
             return
         if item is None:
             break
@@ -69,7 +69,7 @@ async def audio_frames(
                 stats.frames += 1
                 yield data
                 clock.sent()  # the consumer asks for the next frame: this one is on its way
-    _ended(clock, stats, load)
+    _ended(job, clock, stats, load)
     if stats.samples == 0:
         publish_error(NothingToSpeak.code)
         raise NothingToSpeak(f"nothing to speak in the text: {job.request.text[:40]!r}")
@@ -80,7 +80,8 @@ async def audio_frames(
         yield tail
 
 
-def _ended(clock: RequestClock, stats: AudioStats, load: Load | None) -> None:
+def _ended(job: Job, clock: RequestClock, stats: AudioStats, load: Load | None) -> None:
+    clock.started_at = job.started_at
     if stats.samples and clock.first_audio_at is None:
         clock.sent()  # an encoder that held every frame (a short mp3): its tail goes out now
     if load is not None:

@@ -187,6 +187,18 @@ def stalls(heard: list[tuple[float, float]], after: float = 0.0) -> float:
     return waited
 
 
+async def test_a_job_is_started_when_a_worker_takes_it_up_not_when_it_is_submitted(fake):
+    """`Job.started_at` (the container's QueueWait): a job submitted behind another session's long
+    step waits for the one worker, so it starts after that step, later than it was submitted."""
+    scheduler, _ = fake(frame_s=0.004)
+    a = scheduler.submit("a", request("1600", "a"))
+    assert isinstance(await asyncio.wait_for(a.audio.get(), 30), bytes)  # a's first step is done
+    b = scheduler.submit("b", request("400", "b"))
+    await asyncio.wait_for(asyncio.gather(listen(a), listen(b)), 30)
+    assert a.started_at is not None and b.started_at is not None
+    assert a.submitted_at <= a.started_at < b.submitted_at < b.started_at
+
+
 async def test_the_session_nearest_to_running_out_is_served_first(fake):
     """Earliest deadline first: with b's listener 0.3 s from a gap and a's seconds ahead, b's steps come
     before a's, although a was queued first (round robin would alternate)."""

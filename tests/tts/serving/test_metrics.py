@@ -29,7 +29,7 @@ def emf(text: str) -> list[dict]:
 
 
 def test_a_step_after_the_listener_ran_out_is_a_stall_and_first_audio_is_from_submit():
-    clock = RequestClock(submitted_at=10.0)
+    clock = RequestClock(submitted_at=10.0, started_at=10.1)  # a worker took it up after 100 ms
     assert clock.audio(0.5, now=10.25)  # the first step, 250 ms after submit; plays until 10.75
     clock.sent(now=10.3)  # its first frame goes out 50 ms later: first audio at 300 ms
     clock.sent(now=10.4)
@@ -40,7 +40,7 @@ def test_a_step_after_the_listener_ran_out_is_a_stall_and_first_audio_is_from_su
     out = io.StringIO()
     publish_request(clock, audio_s=2.0, out=out)
     (line,) = emf(out.getvalue())
-    assert line[FIRST_AUDIO_METRIC] == 300.0
+    assert line[FIRST_AUDIO_METRIC] == 300.0 and line["QueueWait"] == 100.0
     assert line[STALLS_METRIC] == 1 and abs(line["StallSeconds"] - 0.2) < 1e-6
     assert line[OVER_CAPACITY_METRIC] == 1 and line["SessionsActive"] == 3 and line["Capacity"] == 2
     assert line["Service"] == "tts"
@@ -60,6 +60,7 @@ def job(text: str) -> Job:
 
 
 async def drain(synth: Job, steps: list[bytes | None]) -> list[bytes]:
+    synth.started_at = synth.submitted_at + 0.05  # as a worker would when it takes the job up
     for step in steps:
         synth.audio.put_nowait(step)
     frames = audio_frames(synth, 960, AudioStats(), lambda: {"sessions": 1, "capacity": 4})
@@ -72,7 +73,7 @@ async def test_a_streamed_request_writes_one_line_with_no_text_in_it():
         frames = await drain(job(SECRET), [b"\0" * PCM_BYTES_PER_S, b"\0" * PCM_BYTES_PER_S, None])
     assert len(frames) == 100  # 2 s of 20 ms frames, and still one line
     (line,) = emf(out.getvalue())
-    assert line["AudioSeconds"] == 2.0 and line[OVER_CAPACITY_METRIC] == 0
+    assert line["AudioSeconds"] == 2.0 and line[OVER_CAPACITY_METRIC] == 0 and line["QueueWait"] == 50.0
     assert "hunter2" not in out.getvalue() and "r1" not in json.dumps(line)
 
 

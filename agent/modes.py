@@ -326,16 +326,24 @@ async def run_batch(
 
 
 _RELEASING: set[asyncio.Task[None]] = set()
+# A turn waits this long for its session to close, then ends while the close goes on by itself. A close
+# takes milliseconds; an interrupted turn's close that hung (the official client waiting on a stream the
+# endpoint had not answered yet) held the turn's end, so the barge-in that had stopped it waited its
+# 15 s and was refused as session_busy (tests/integration/test_barge_in.py [before-audio], 1 run in 4).
+CLOSE_WAIT_S = 2.0
+# A close still not done after this is given up, with a warning: the stream is dropped with its client.
+CLOSE_TIMEOUT_S = 30.0
 
 
 async def _release(session_task: asyncio.Future[TTSSession]) -> None:
     """Release the session whether the turn finished, failed or was abandoned (barge-in, a client
     that went away). An abandoned turn is being cancelled, and every await of a cancelled task fails
-    at once, so the release runs as a task of its own and finishes regardless."""
+    at once, so the release runs as a task of its own and finishes regardless; the turn waits for it
+    up to CLOSE_WAIT_S."""
     release = asyncio.ensure_future(_close(session_task))
     _RELEASING.add(release)
     release.add_done_callback(_RELEASING.discard)
-    await asyncio.shield(release)
+    await asyncio.wait({release}, timeout=CLOSE_WAIT_S)
 
 
 async def _close(session_task: asyncio.Future[TTSSession]) -> None:
@@ -348,7 +356,10 @@ async def _close(session_task: asyncio.Future[TTSSession]) -> None:
     except (asyncio.CancelledError, Exception):
         return
     try:
-        await session.aclose()
+        async with asyncio.timeout(CLOSE_TIMEOUT_S):
+            await session.aclose()
+    except TimeoutError:
+        log.warning("closing the TTS session did not finish within %.0f s; dropped", CLOSE_TIMEOUT_S)
     except (asyncio.CancelledError, Exception):
         log.warning("closing the TTS session failed", exc_info=True)
 

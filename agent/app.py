@@ -196,28 +196,28 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
         # The interrupt's event goes out only once this turn has started (or been refused): a yield
         # between the interrupt and `start_turn` let a turn sent at the same moment on the same session
         # start in between, unheard and uninterrupted, and this one was refused as session_busy.
-        heard: list[Event] = []
+        notice: Event | None = None
         try:
             turn, played_ms = parse_request(payload, config)
             conversation = conversations.for_session(session_id)
             if played_ms is not None:
-                heard.append(interrupted(clock, played_ms, await conversation.interrupt(played_ms)))
+                notice = interrupted(clock, played_ms, await conversation.interrupt(played_ms))
                 if turn is None:
-                    yield heard.pop()
+                    yield notice
                     yield agent_end(clock, ok=True)
                     return
             if conversation.busy():
                 raise SessionBusy()
         except TurnError as exc:
-            for event in heard:
-                yield event
+            if notice is not None:
+                yield notice
             yield error(clock, exc.code, str(exc))
             yield agent_end(clock, ok=False)
             return
         spoken = conversation.start_turn()
         try:
-            for event in heard:
-                yield event
+            if notice is not None:
+                yield notice
             async for event in RUNS[turn.mode](
                 turn, lambda prompt: text_deltas(conversation.agent, prompt), speech.open_session, spoken
             ):

@@ -329,7 +329,7 @@ _RELEASING: set[asyncio.Task[None]] = set()
 # A turn waits this long for its session to close, then ends while the close goes on by itself. A close
 # takes milliseconds; an interrupted turn's close that hung (the official client waiting on a stream the
 # endpoint had not answered yet) held the turn's end, so the barge-in that had stopped it waited its
-# 15 s and was refused as session_busy (tests/integration/test_barge_in.py [before-audio], 1 run in 4).
+# 15 s and was refused as session_busy (tests/integration/test_barge_in.py [before-audio]: 1 run in 3 before).
 CLOSE_WAIT_S = 2.0
 # A close still not done after this is given up, with a warning: the stream is dropped with its client.
 CLOSE_TIMEOUT_S = 30.0

@@ -14,6 +14,16 @@ def _model(service: str):
     return botocore.session.get_session().get_service_model(service)
 
 
+def _parsed(action: str, result: dict) -> dict:
+    """`result` written as CloudFormation's answer to `action`, read back by botocore's own parser."""
+    body = (
+        f'<{action}Response xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/">'
+        f"<{action}Result>{to_xml(result)}</{action}Result></{action}Response>"
+    ).encode()
+    shape = _model("cloudformation").operation_model(action).output_shape
+    return QueryParser().parse({"body": body, "headers": {}, "status_code": 200}, shape)
+
+
 def test_the_form_botocore_flattens_comes_back_as_the_request():
     operation = _model("cloudformation").operation_model("CreateStack")
     request = {
@@ -33,7 +43,6 @@ def test_the_form_botocore_flattens_comes_back_as_the_request():
 
 
 def test_a_result_is_the_xml_botocore_parses_back():
-    operation = _model("cloudformation").operation_model("DescribeStacks")
     result = {
         "Stacks": [
             {
@@ -45,12 +54,7 @@ def test_a_result_is_the_xml_botocore_parses_back():
             }
         ]
     }
-    body = (
-        '<DescribeStacksResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/">'
-        f"<DescribeStacksResult>{to_xml(result)}</DescribeStacksResult></DescribeStacksResponse>"
-    ).encode()
-    parsed = QueryParser().parse({"body": body, "headers": {}, "status_code": 200}, operation.output_shape)
-    (stack,) = parsed["Stacks"]
+    (stack,) = _parsed("DescribeStacks", result)["Stacks"]
     assert stack["StackName"] == "S" and stack["StackStatus"] == "CREATE_COMPLETE"
     assert stack["Outputs"] == [{"OutputKey": "Arn", "OutputValue": "a<b&c"}]
     assert stack["CreationTime"].year == 2026
@@ -58,16 +62,10 @@ def test_a_result_is_the_xml_botocore_parses_back():
 
 def test_characters_xml_cannot_carry_are_spelled_out_and_the_answer_still_parses():
     """A failed image build's log in a stack event's reason: Docker's ANSI colour (ESC) and a NUL."""
-    operation = _model("cloudformation").operation_model("DescribeStackEvents")
     reason = "building failed: \x1b[91mERROR: No space left on device\x1b[0m\x00 <&> été"
     event = {"StackId": "s", "EventId": "e", "StackName": "S", "Timestamp": "2026-01-01T00:00:00Z"}
     result = {"StackEvents": [{**event, "ResourceStatusReason": reason}]}
-    body = (
-        '<DescribeStackEventsResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/">'
-        f"<DescribeStackEventsResult>{to_xml(result)}</DescribeStackEventsResult></DescribeStackEventsResponse>"
-    ).encode()
-    parsed = QueryParser().parse({"body": body, "headers": {}, "status_code": 200}, operation.output_shape)
-    (event,) = parsed["StackEvents"]
+    (event,) = _parsed("DescribeStackEvents", result)["StackEvents"]
     assert event["ResourceStatusReason"] == (
         "building failed: \\x1b[91mERROR: No space left on device\\x1b[0m\\x00 <&> été"
     )

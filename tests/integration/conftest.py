@@ -1,10 +1,12 @@
 import dataclasses
 import json
 
+import httpx
 import pytest
 
 from emulator.config import EmulatorConfig
 from local_stack.stack import local_stack
+from tts.wire.sse import SSEParser
 
 LONG_PROMPT = "Tell me the whole story of my order."
 """Asked of the `stack`, the paced script answers LONG_REPLY instead of its fixed four sentences."""
@@ -31,6 +33,17 @@ def assert_bidi_speaks_before_the_answer_is_complete(summary: dict) -> None:
     assert 0 < bidi["ttft_ms"] < bidi["ttfa_ms"] < bidi["complete_ms"], "bidi speaks while the model writes"
     assert batch["complete_ms"] <= batch["ttfa_ms"], "batch speaks once the whole answer is written"
     assert summary["ratio"] == pytest.approx(batch["ttfa_ms"] / bidi["ttfa_ms"], rel=0.01)
+
+
+def invoke(stack, payload: dict) -> list[dict]:
+    """One turn through the agent replica's HTTP API: its Server-Sent Events, in order."""
+    parser, events = SSEParser(), []
+    with httpx.stream("POST", f"{stack.agent_url}/invocations", json=payload, timeout=120) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for raw in response.iter_raw():
+            events += parser.feed(raw)
+    return events
 
 
 @pytest.fixture(scope="session")

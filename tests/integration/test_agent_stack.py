@@ -10,21 +10,11 @@ import time
 import httpx
 import pytest
 
-from tests.integration.conftest import LONG_PROMPT, assert_bidi_speaks_before_the_answer_is_complete
+from tests.integration.conftest import LONG_PROMPT, assert_bidi_speaks_before_the_answer_is_complete, invoke
 from tools.asr import transcribe, word_error_rate
 from tts.wire.sse import SSEParser
 
 pytestmark = pytest.mark.integration
-
-
-def invoke(stack, payload: dict) -> list[dict]:
-    parser, events = SSEParser(), []
-    with httpx.stream("POST", f"{stack.agent_url}/invocations", json=payload, timeout=120) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("text/event-stream")
-        for raw in response.iter_raw():
-            events += parser.feed(raw)
-    return events
 
 
 @pytest.mark.parametrize("mode", ["bidi", "batch"])

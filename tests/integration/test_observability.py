@@ -1,13 +1,16 @@
 """The stack seen through its numbers: the real Kokoro container's EMF lines become the emulator's
 CloudWatch metrics, read back by boto3 unchanged; a session's first audio as CloudWatch has it matches
 what the client measured; and more sessions than the capacity `/ping` claims drive a "sessions over
-capacity" alarm to ALARM, then back to OK once they are done."""
+capacity" alarm to ALARM, then back to OK once they are done; a turn through the agent sends its spans
+to the emulator, and they give the turn's own times."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import math
+import sys
 import time
 import uuid
 
@@ -18,6 +21,7 @@ import pytest
 from agent.config import AgentConfig
 from agent.sagemaker_client import bidirectional_client
 from facts import DEFAULT_VOICE, FIRST_AUDIO_METRIC, METRICS_NAMESPACE, OVER_CAPACITY_METRIC, TTS_ENDPOINT
+from tests.integration.conftest import invoke
 from tools import tts_client
 from tools.tts_client import open_endpoint
 
@@ -25,6 +29,7 @@ pytestmark = pytest.mark.integration
 
 TTS = [{"Name": "Service", "Value": "tts"}]
 SENTENCE = "The parcel left the warehouse this morning and should reach you by Thursday."
+PROMPT = "Where is my order?"
 WAIT_S = 90  # a 10 s period, the emulator's 1 s log poll and 1 s evaluation, many times over
 
 
@@ -141,3 +146,50 @@ async def test_sessions_over_capacity_raise_the_alarm_and_it_clears(stack):
         "OK",
     ]
     cloudwatch.delete_alarms(AlarmNames=["tts-sessions-over-capacity"])
+
+
+def test_a_turns_spans_reach_the_emulator_and_add_up_to_the_turn(stack):
+    """One turn through the agent replica: its spans arrive at the emulator's collector (the SDK's
+    batch exporter, within seconds) and give the times the turn's own events carry, nested in it."""
+    url = f"{stack.env['AWS_ENDPOINT_URL_SAGEMAKER']}/_emulator/traces"
+
+    def turns() -> list[dict]:
+        found = httpx.get(url, params={"limit": 50}, timeout=5).json()
+        return [t for t in found if any(s["name"] == "voice.turn" for s in t["spans"])]
+
+    before = {t["trace_id"] for t in turns()}
+    since = time.perf_counter()
+    events = invoke(stack, {"prompt": PROMPT, "mode": "bidi"})
+    wall_ms = (time.perf_counter() - since) * 1000
+    (trace,) = eventually(lambda: [t for t in turns() if t["trace_id"] not in before], "the turn's trace")
+    spans: dict[str, list[dict]] = {}
+    for span in trace["spans"]:
+        spans.setdefault(span["name"], []).append(span)
+    (root,) = spans["voice.turn"]
+    first = {
+        kind: next(e["t_ms"] for e in events if e["type"] == kind) for kind in ("text_delta", "audio_chunk")
+    }
+    (end,) = [e["t_ms"] for e in events if e["type"] == "agent_end"]
+    # The events' clock counts tenths of a millisecond; the collector rounds offsets to tenths too.
+    assert root["start_ms"] == 0 and root["duration_ms"] == pytest.approx(end, abs=0.2)
+    assert spans["model.first_token"][0]["duration_ms"] == pytest.approx(first["text_delta"], abs=0.2)
+    assert spans["speech.first_audio"][0]["duration_ms"] == pytest.approx(first["audio_chunk"], abs=0.2)
+    heard: dict[int, list[float]] = {}
+    for event in events:
+        if event["type"] == "audio_chunk" and isinstance(event.get("sentence"), int):
+            heard.setdefault(event["sentence"], []).append(event["t_ms"])
+    sentences = sorted(spans["speech.sentence"], key=lambda s: s["attributes"]["voice.sentence"])
+    assert [s["attributes"]["voice.sentence"] for s in sentences] == sorted(heard) and len(heard) >= 2
+    for span in sentences:
+        times = heard[span["attributes"]["voice.sentence"]]
+        assert span["start_ms"] == pytest.approx(times[0], abs=0.2)
+        assert span["start_ms"] + span["duration_ms"] == pytest.approx(times[-1], abs=0.3)
+    for span in trace["spans"]:
+        assert span is root or span["parent_id"] == root["span_id"]
+        assert 0 <= span["start_ms"] <= span["start_ms"] + span["duration_ms"] <= root["duration_ms"] + 0.2
+    # The turn is inside the request the client timed: the difference is the HTTP exchange around it.
+    print(f"turn {root['duration_ms']:.1f} ms of the client's {wall_ms:.1f} ms", file=sys.stderr)
+    assert root["duration_ms"] <= wall_ms
+    said = "".join(e["text"] for e in events if e["type"] == "text_delta")
+    exported = json.dumps(trace)
+    assert PROMPT not in exported and said[:40] not in exported, "a span carries the user's or the answer"

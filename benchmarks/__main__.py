@@ -23,6 +23,7 @@ STUDIES = {
     "gpu": "the torch engine on CUDA: load, RTF, first audio; 1, 4, 16 sessions (skipped without a GPU)",
     "gpu_image": "the GPU image on --gpus all: first audio, RTF, VRAM, sessions at real time (needs a GPU)",
     "playback": "1-8 sessions at once, both transports: first audio and stalls of a real-time listener",
+    "capacity": "the sessions one replica keeps gap-free here, measured (what the deploy scales on)",
     "bargein": "an interrupt mid-answer: time to the last audio byte, to an idle container and model",
     "timestamps": "word timings vs Whisper's word alignment and the audio's onsets, held-out sentences",
     "openai_speech": "OpenAI's streamed pcm (emulator /v1) vs our bidi stream and WebSocket: first audio",

@@ -1,11 +1,17 @@
-"""`python -m deploy aws|synth|destroy|status`: the whole system at once (speech endpoint, then agent)."""
+"""`python -m deploy aws|synth|destroy|status|plan`: the whole system at once (speech endpoint, then
+agent); `plan --users N`: the instances and the hourly cost for N concurrent listeners, from the
+measured capacity of a replica (deploy/capacity.py)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 from collections.abc import Sequence
 
+from deploy.capacity import capacity_file, describe, measured_capacity, plan
 from deploy.commands import act, flags, run, toolkit
+from deploy.config import REPO_ROOT, DeployConfig
 from deploy.parts import all_parts
 
 
@@ -25,6 +31,18 @@ def parser() -> argparse.ArgumentParser:
     flags.add_wait(aws)
     flags.add_wait(destroy)
     status.add_argument("--tts-endpoint", help="SageMaker endpoint name (default kokoro-82m)")
+    planned = commands.add_parser(
+        "plan", help="instances and cost per hour for N concurrent listeners, from the measured capacity"
+    )
+    planned.add_argument("--users", type=int, required=True, help="concurrent listeners to serve")
+    planned.add_argument("--instance-type", help="default ml.g5.xlarge")
+    planned.add_argument(
+        "--target-concurrency", type=float, help="sessions per instance (default: the measured capacity)"
+    )
+    planned.add_argument(
+        "--price-per-hour", type=float, help="USD per instance hour (default: us-east-1 on-demand, if listed)"
+    )
+    planned.add_argument("--json", action="store_true", help="the plan as one JSON object")
     for command in (aws, synth, destroy, status):
         flags.add_common(command)
     return root
@@ -35,6 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def command() -> int:
         config = flags.config_from(args)
+        if args.command == "plan":
+            return print_plan(args, config)
         parts = all_parts(config)
         if args.command == "synth":
             # Read before synthesis, so that an image and AMI that cannot run together fail at once.
@@ -48,6 +68,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return act(args.command, config, parts, getattr(args, "no_wait", False))
 
     return run(command)
+
+
+def print_plan(args: argparse.Namespace, config: DeployConfig) -> int:
+    given = args.target_concurrency is not None or bool(os.environ.get("DEPLOY_TARGET_CONCURRENCY"))
+    capacity = None if given else measured_capacity(capacity_file(REPO_ROOT))
+    result = plan(args.users, config.instance_type, config.target_concurrency, args.price_per_hour)
+    if args.json:
+        where = None if capacity is None else {"source": str(capacity.source), "measured_on": capacity.where}
+        print(
+            json.dumps(
+                {
+                    "users": result.users,
+                    "instance_type": result.instance_type,
+                    "sessions_per_instance": result.sessions_per_instance,
+                    "instances": result.instances,
+                    "price_per_hour": result.price_per_hour,
+                    "cost_per_hour": result.cost_per_hour,
+                    "capacity": where,
+                }
+            )
+        )
+    else:
+        print("\n".join(describe(result, capacity)))
+    return 0
 
 
 if __name__ == "__main__":

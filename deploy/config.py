@@ -10,11 +10,12 @@ import math
 import os
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.config import AgentConfig
 from deploy.bedrock import validate_model_id
+from deploy.capacity import capacity_file, measured_capacity
 from deploy.errors import ConfigError
 from deploy.gpu import ami_named, is_gpu_instance
 from deploy.images import parse_ecr_uri
@@ -40,13 +41,6 @@ MODEL_SOURCES = ("auto", "hub", "offline")
 # Where the stacks are applied: AWS's CloudFormation, or the running emulator's (deploy/local_toolkit.py).
 TARGETS = ("aws", "local")
 DEFAULT_BEDROCK_MODEL_ID = AgentConfig.bedrock_model_id
-# Open sessions one replica keeps gap-free: the autoscaling target (deploy/stacks/endpoint.py). Measured
-# by `python -m benchmarks playback` (BENCHMARKS.md, "Playback") on the quiet 2-core CPU replica: one to
-# three sessions without a stall on both transports; four and five without a stall only because the
-# ones past three wait 3-4 s for first audio (the replica says it is saturated); six and more all
-# stalling. 3 is also what the replica itself claims (`/ping` capacity). The GPU replica is not measured
-# yet; until `playback` runs there, it scales on the CPU's figure: early rather than with gaps.
-GAP_FREE_SESSIONS_PER_INSTANCE = 3.0
 
 _ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 _RUNTIME_NAME = re.compile(r"[a-zA-Z][a-zA-Z0-9_]{0,47}")
@@ -69,6 +63,11 @@ def _env_path(name: str) -> Path | None:
     return Path(raw).expanduser() if raw else None
 
 
+def measured_sessions() -> float:
+    """The sessions one replica keeps gap-free, as this repository's capacity measurement has them."""
+    return float(measured_capacity(capacity_file(REPO_ROOT)).sessions)
+
+
 @dataclass(frozen=True)
 class DeployConfig:
     """Everything the stacks and the commands need; one instance per command run."""
@@ -79,7 +78,9 @@ class DeployConfig:
     inference_ami: str | None = None
     instance_count: int = 1
     max_instance_count: int = 1
-    target_concurrency: float = GAP_FREE_SESSIONS_PER_INSTANCE
+    target_concurrency: float = field(default_factory=measured_sessions)
+    """Concurrent requests (sessions) per instance that autoscaling aims for: by default the sessions one
+    replica keeps gap-free, as `python -m benchmarks capacity` measured them (deploy/capacity.py)."""
     tts_image_uri: str | None = None
     model_dir: Path | None = None
     model_source: str = "auto"
@@ -182,7 +183,6 @@ class DeployConfig:
             "instance_type": env.get("DEPLOY_INSTANCE_TYPE") or cls.instance_type,
             "inference_ami": env.get("DEPLOY_INFERENCE_AMI") or None,
             "instance_count": int(_env_number("DEPLOY_INSTANCE_COUNT", cls.instance_count)),
-            "target_concurrency": _env_number("DEPLOY_TARGET_CONCURRENCY", cls.target_concurrency, float),
             "tts_image_uri": env.get("DEPLOY_TTS_IMAGE_URI") or None,
             "model_dir": _env_path("DEPLOY_MODEL_DIR"),
             "model_source": env.get("DEPLOY_MODEL_SOURCE") or cls.model_source,
@@ -209,6 +209,8 @@ class DeployConfig:
                 _env_number("DEPLOY_OVER_CAPACITY_ALARM_MINUTES", cls.over_capacity_alarm_minutes)
             ),
         }
+        if env.get("DEPLOY_TARGET_CONCURRENCY"):
+            values["target_concurrency"] = _env_number("DEPLOY_TARGET_CONCURRENCY", 0.0, float)
         values.update({key: value for key, value in overrides.items() if value is not None})
         if values["outdir"] is None:
             values["outdir"] = Path(values["source_dir"]) / "cdk.out"  # type: ignore[arg-type]

@@ -87,6 +87,7 @@ LAYERS = {
         "deploy.status": 0,
         "deploy.bedrock": 1,
         "deploy.gpu": 1,
+        "deploy.capacity": 1,
         "deploy.images": 1,
         "deploy.waiters": 1,
         "deploy.config": 2,

@@ -115,8 +115,9 @@ class EndpointStack(Stack):
             policy_type="TargetTrackingScaling",
             scaling_target_id=target.ref,
             target_tracking_scaling_policy_configuration=autoscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
-                # Open sessions per instance: by default the measured gap-free capacity of a replica
-                # (deploy/config.py GAP_FREE_SESSIONS_PER_INSTANCE), so new instances come before gaps.
+                # Open sessions per instance: by default the gap-free capacity of a replica, as
+                # `python -m benchmarks capacity` measured it (deploy/capacity.py), so new instances come
+                # before gaps.
                 target_value=config.target_concurrency,
                 predefined_metric_specification=autoscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
                     predefined_metric_type=CONCURRENCY_METRIC

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from deploy.config import DeployConfig
 from emulator.config import EmulatorConfig
 from emulator.controller.store import Store
 from emulator.images.assets import image_tag
@@ -164,7 +165,9 @@ def test_what_the_emulator_cannot_honour_is_in_the_events(applied: dict[str, Any
     assert (target["MinCapacity"], target["MaxCapacity"]) == (1, 4)
     policy = recorder.one("PutScalingPolicy")  # its target named by the Ref of the scalable target
     assert {k: policy[k] for k in key} == key and policy["PolicyType"] == "TargetTrackingScaling"
-    assert policy["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] == 3
+    # the replica's capacity as measured (deploy/capacity.py), the configuration's default
+    measured = DeployConfig().target_concurrency
+    assert policy["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] == measured
     assert "ModelRoleEE661428: recorded, not created" in reasons(applied, "KokoroSpeech-kokoro-82m-Base")
 
 

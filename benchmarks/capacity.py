@@ -1,0 +1,155 @@
+"""`capacity`: how many sessions one replica keeps gap-free on this machine, measured; the figure the
+deploy reads (`deploy/capacity.py`: the autoscaling target and `python -m deploy plan --users N`).
+
+One replica (`python -m tts serve` as its own process, its WebSocket: the emulator's hop adds under a
+millisecond per message, `emulator` study) is given k sessions at once, k = 1, 2, 3, ..., each a
+held-out four-sentence answer sent as a voice agent does (`playback` study: one message per sentence,
+a real-time listener per session). Level k holds when no listener's stalls add up to more than
+GAP_FREE_STALL_MS (issue 31's acceptance: "no listener stalls more than 100 ms in all"); the capacity is
+the last k that held before the first that did not. Beside it, the capacity the replica claimed on
+`/ping` while it served (its own estimate from the decoder speed it measured), so the two can be
+compared on any machine.
+
+The figure is this machine's: the CPU replica here, the GPU image where `scripts/gpu-check` runs this
+study with `TTS_ENGINE=torch` on CUDA. `where` says which (the engine and device from `/ping`, the
+CPU model and its core count), and the deploy prints it with the plan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks import report
+from benchmarks.container import tts_process, websocket_url
+from benchmarks.playback import level, summarize_level, websocket_session
+from benchmarks.texts import PLAYBACK_ANSWERS
+
+GAP_FREE_STALL_MS = 100.0
+MAX_LEVEL = 8
+QUICK_MAX_LEVEL = 4
+SETTLE_S = 1.0  # between levels: every session's audio is computed, the replica is idle again
+
+
+def gap_free(row: dict[str, Any]) -> bool:
+    """Every listener of the level heard its answer with at most GAP_FREE_STALL_MS of stalls in all."""
+    return all(s["stall_s"] * 1000 <= GAP_FREE_STALL_MS for s in row["per_session"])
+
+
+def capacity_of(rows: list[dict[str, Any]]) -> int:
+    """The last level that held before the first that did not (0: not even one session)."""
+    held = 0
+    for row in rows:
+        if not gap_free(row):
+            break
+        held = row["sessions"]
+    return held
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+async def measure(base: str, max_level: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Levels 1..max_level until the first that is not gap-free; the replica's `/ping` once idle."""
+    url = websocket_url(base)
+
+    async def speak(text: str, since: float):
+        return await websocket_session(url, text, since)
+
+    await speak(PLAYBACK_ANSWERS[0], time.perf_counter())  # warm-up: connections, caches
+    rows: list[dict[str, Any]] = []
+    for sessions in report.progress(range(1, max_level + 1), "sessions", total=max_level):
+        heard, load = await level(speak, sessions, f"{base}/ping")
+        row = summarize_level(heard) | {"replica_load": load}
+        row["gap_free"] = gap_free(row)
+        rows.append(row)
+        if not row["gap_free"]:
+            break
+        await asyncio.sleep(SETTLE_S)
+    async with httpx.AsyncClient(trust_env=False) as client:
+        ping = (await client.get(f"{base}/ping", timeout=5.0)).json()
+    return rows, ping
+
+
+def plot(result: dict[str, Any]) -> report.Figure:
+    fig, (ax,) = report.figure("Capacity: each listener's stalls, k sessions at once on one replica")
+    rows = result["levels"]
+    for row in rows:
+        totals = [s["stall_s"] * 1000 for s in row["per_session"]]
+        ax.plot([row["sessions"]] * len(totals), totals, "o", color=report.OURS, alpha=0.6)
+    ax.plot(
+        [r["sessions"] for r in rows],
+        [max(s["stall_s"] * 1000 for s in r["per_session"]) for r in rows],
+        "-",
+        color=report.OURS,
+        label="worst listener",
+    )
+    report.reference_line(ax, GAP_FREE_STALL_MS, f"gap-free: {GAP_FREE_STALL_MS:.0f} ms", color=report.TARGET)
+    report.reference_line(
+        ax, result["capacity"] + 0.5, f"measured capacity {result['capacity']}", horizontal=False
+    )
+    ax.set_xticks([r["sessions"] for r in rows])
+    ax.set_xlabel("concurrent sessions")
+    ax.set_ylabel("stalls per listener, in all (ms)")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def run(quick: bool, out: Path) -> dict[str, Any]:
+    with tts_process() as base:
+        rows, ping = asyncio.run(measure(base, QUICK_MAX_LEVEL if quick else MAX_LEVEL))
+    claimed = [r["replica_load"]["capacity"] for r in rows if r["replica_load"]["capacity"] is not None]
+    result: dict[str, Any] = {
+        "capacity": capacity_of(rows),
+        "claimed_capacity": claimed[-1] if claimed else None,
+        "gap_free_stall_ms": GAP_FREE_STALL_MS,
+        "where": {
+            "engine": ping.get("engine"),
+            "device": ping.get("device"),
+            "cpu": cpu_model(),
+            "cores": len(os.sched_getaffinity(0)),
+        },
+        "levels": rows,
+    }
+    print(
+        report.table(
+            [
+                "sessions",
+                "worst listener's stalls (ms)",
+                "first audio max (ms)",
+                "gap-free",
+                "replica claimed",
+            ],
+            [
+                (
+                    row["sessions"],
+                    f"{row['worst_stall_s'] * 1000:,.0f}",
+                    f"{row['first_audio_ms_max']:,.0f}",
+                    "yes" if row["gap_free"] else "no",
+                    row["replica_load"]["capacity"],
+                )
+                for row in rows
+            ],
+        )
+    )
+    where = result["where"]
+    print(
+        f"capacity: {result['capacity']} gap-free sessions per replica (the replica claimed "
+        f"{result['claimed_capacity']}) on {where['engine']} / {where['device']}, "
+        f"{where['cores']} cores of {where['cpu']}"
+    )
+    return report.write(out, "capacity", result, plot(result), quick)

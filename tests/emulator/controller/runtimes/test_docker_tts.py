@@ -1,6 +1,7 @@
 """The kokoro-tts IMAGE (tts/Dockerfile) behind the emulator's docker runtime, with the official HTTP/2
-client: what it says, from a text part and a binary part, is understood by an independent ASR; a
-container killed mid-session fails that session at once and is replaced; nothing is left after."""
+client: what it says, from a text part and a binary part, is the model's speech of those texts and an
+independent ASR understands it (`tests/support/speech.py`); a container killed mid-session fails that
+session at once and is replaced; nothing is left after."""
 
 from __future__ import annotations
 
@@ -16,9 +17,12 @@ from aws_sdk_sagemaker_runtime_http2.models import ModelStreamError
 from emulator.controller.runtimes.docker import OWNER_HOME
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest
 from emulator.server import Emulator, emulator_in_thread
+from facts import DEFAULT_VOICE
 from tests.emulator.support import bidi_client, fast_config, next_part, open_stream, part, replicas
 from tests.support.docker import TTS_IMAGE, built, docker_client
-from tools.asr import transcribe, word_error_rate
+from tests.support.speech import assert_speaks
+from tts.config import TTSConfig
+from tts.engines.onnx.engine import OnnxEngine
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.asr, pytest.mark.timeout(900)]
 
@@ -74,10 +78,8 @@ def test_the_image_speaks_through_the_official_client(emu: Emulator) -> None:
     assert replica["ident"].startswith("container ")
     audio = asyncio.run(speak(emu))
     assert set(audio) == {"text", "binary"}
-    for request_id, reference in (("text", TEXT_PART), ("binary", BINARY_PART)):
-        heard = transcribe(audio[request_id])
-        wer = word_error_rate(reference, heard)
-        assert wer <= 0.15, f"{request_id} part: WER {wer:.2f}, heard {heard!r}"
+    engine = OnnxEngine(TTSConfig.from_env(threads=2))
+    assert_speaks(engine, DEFAULT_VOICE, {"text": TEXT_PART, "binary": BINARY_PART}, audio)
 
 
 def test_a_killed_container_fails_its_session_at_once_and_is_replaced(emu: Emulator) -> None:

@@ -1,4 +1,5 @@
 import asyncio
+import dataclasses
 import time
 
 import numpy as np
@@ -316,3 +317,19 @@ async def test_cancel_still_stops_a_budgeted_step(fake):
     after = scheduler.submit("s", request("20", "next"))
     assert await asyncio.wait_for(listen(after), 10)
     assert asyncio.get_running_loop().time() - started < 1.0
+
+
+async def test_one_sessions_word_mapping_does_not_hold_back_another_sessions_first_audio(scheduler):
+    """G2P and the word mapping of a request with timestamps run in the text worker, outside the
+    engine's turns: a 4,000-character URL (its mapping about 0.9 s on 2 cores, against a first audio of
+    about 0.2 s) is still being mapped when another session's first audio arrives."""
+    url = "https://example.com/" + "a." * 1990
+    a = scheduler.submit("a", dataclasses.replace(request(url, "url"), written=url))
+    await asyncio.sleep(0)  # a is queued first: before, its first turn took the engine for the mapping
+    b = scheduler.submit("b", request("Hello there.", "b"))
+    first_b = await asyncio.wait_for(b.audio.get(), 60)
+    assert isinstance(first_b, bytes)
+    assert a.segments is None, "b's first audio waited for a's word mapping"
+    scheduler.cancel(a)
+    await asyncio.wait_for(drain(b), 60)
+    assert scheduler.queued == 0

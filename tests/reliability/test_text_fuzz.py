@@ -119,8 +119,12 @@ def test_every_rule_is_linear_on_hostile_input(rule: Rule):
         spent_long = best_of(apply(rule, long), 1)
         if spent_long <= linear_pass_of(piece):
             continue
-        spent_short, spent_long = best_of(apply(rule, long[: SIZE // 4])), best_of(apply(rule, long))
-        if spent_long > 10 * spent_short + linear_pass_of(piece):
+        for times in (3, 7):  # once more, with more runs, in case the machine was busy
+            spent_short = best_of(apply(rule, long[: SIZE // 4]), times)
+            spent_long = best_of(apply(rule, long), times)
+            if spent_long <= 10 * spent_short + linear_pass_of(piece):
+                break
+        else:
             slow.append(f"{piece!r}: {spent_short * 1000:.2f} ms -> {spent_long * 1000:.2f} ms")
     assert not slow, f"{rule.name} is not linear on: {slow}"
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import platform
 import time
 from pathlib import Path
 from typing import Any
@@ -50,16 +49,6 @@ def capacity_of(rows: list[dict[str, Any]]) -> int:
             break
         held = row["sessions"]
     return held
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 async def measure(base: str, max_level: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -120,7 +109,7 @@ def run(quick: bool, out: Path) -> dict[str, Any]:
         "where": {
             "engine": ping.get("engine"),
             "device": ping.get("device"),
-            "cpu": cpu_model(),
+            "cpu": report.processor(),
             "cores": len(os.sched_getaffinity(0)),
         },
         "levels": rows,

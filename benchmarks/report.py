@@ -26,11 +26,22 @@ SECOND = "#ff9f0a"
 TARGET = "#d70015"
 
 
+def processor() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo), else what `platform` knows of it."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def machine() -> dict[str, Any]:
     return {
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
+        "processor": processor(),
         "python": platform.python_version(),
         "load_average_1_5_15_min": [round(v, 2) for v in os.getloadavg()],  # > cpus: a busy machine
     }

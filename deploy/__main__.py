@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import asdict
 
 from deploy.capacity import capacity_file, describe, measured_capacity, plan
 from deploy.commands import act, flags, run, toolkit
@@ -76,19 +77,7 @@ def print_plan(args: argparse.Namespace, config: DeployConfig) -> int:
     result = plan(args.users, config.instance_type, config.target_concurrency, args.price_per_hour)
     if args.json:
         where = None if capacity is None else {"source": str(capacity.source), "measured_on": capacity.where}
-        print(
-            json.dumps(
-                {
-                    "users": result.users,
-                    "instance_type": result.instance_type,
-                    "sessions_per_instance": result.sessions_per_instance,
-                    "instances": result.instances,
-                    "price_per_hour": result.price_per_hour,
-                    "cost_per_hour": result.cost_per_hour,
-                    "capacity": where,
-                }
-            )
-        )
+        print(json.dumps({**asdict(result), "cost_per_hour": result.cost_per_hour, "capacity": where}))
     else:
         print("\n".join(describe(result, capacity)))
     return 0

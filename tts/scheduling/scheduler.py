@@ -359,7 +359,7 @@ class Scheduler:
                 segments = [tokens for tokens, _ in timed]
             job.segment_count = len(segments)
             job.segments = segments
-        except BaseException as exc:  # reported at the job's turn, on its own audio queue
+        except Exception as exc:  # reported at the job's turn, on its own audio queue
             job.text_error = exc
 
     def _run_step(self, job: Job) -> bytes | None:

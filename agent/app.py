@@ -1,5 +1,7 @@
 """The AgentCore app: `POST /invocations` with `{"prompt", "mode"?, "voice"?, "format"?}` streams the
-turn's events as Server-Sent Events; `GET /ping` is AgentCore's health check; `GET /` is the web page.
+turn's events as Server-Sent Events; `WS /ws` is a spoken conversation (microphone audio in, transcripts
+and the same turns' events out: agent.listening); `GET /ping` is AgentCore's health check; `GET /` is
+the web page.
 
 Barge-in: `{"interrupt": {"played_ms": N}}`, alone or with a new turn's fields, on the same runtime
 session, says the listener heard N ms of the session's latest turn: that turn stops (speech and model)
@@ -27,13 +29,16 @@ from bedrock_agentcore.runtime import BedrockAgentCoreApp
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.websockets import WebSocket
 
-from agent.browser_guard import NOSNIFF, cross_origin_refusal, page_headers
+from agent.browser_guard import NOSNIFF, cross_origin_refusal, foreign_origin, page_headers
 from agent.config import AgentConfig
 from agent.events import Event, EventClock, TurnError, agent_end, error, interrupted
+from agent.listening import SpokenConversation
 from agent.model import Conversations, SessionBusy, text_deltas
 from agent.modes import RUNS, Turn
 from agent.sagemaker_client import bidirectional_client
+from agent.stt_session import STTSession
 from agent.telemetry import TurnTelemetry, tracer_provider
 from agent.tts_session import TTSSession
 from facts import AUDIO_FORMATS, BIDI, MODES
@@ -162,17 +167,23 @@ def _same_origin_only(handle: Handler) -> Handler:
 
 
 class Speech:
-    """The endpoint's client, created once on the loop that runs the turns and reused by every turn
-    (its HTTP/2 connection is shared; each turn is one stream on it)."""
+    """The endpoints' client, created once on the loop that runs the turns and reused by every turn
+    and conversation (its HTTP/2 connection is shared; each session is one stream on it)."""
 
     def __init__(self, config: AgentConfig) -> None:
         self._config = config
         self._client = None
 
-    async def open_session(self) -> TTSSession:
+    async def _shared_client(self) -> Any:
         if self._client is None:
             self._client = await bidirectional_client(self._config)
-        return await TTSSession.open(self._client, self._config.tts_endpoint)
+        return self._client
+
+    async def open_session(self) -> TTSSession:
+        return await TTSSession.open(await self._shared_client(), self._config.tts_endpoint)
+
+    async def open_listening(self) -> STTSession:
+        return await STTSession.open(await self._shared_client(), self._config.stt_endpoint)
 
 
 def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
@@ -235,13 +246,26 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
             sse(payload, getattr(context, "session_id", None)), media_type="text/event-stream"
         )
 
+    def check_settings(settings: dict[str, Any]) -> None:
+        parse_turn({**settings, "prompt": "settings"}, config)
+
+    @app.websocket
+    async def converse(websocket: WebSocket, context: Any) -> None:
+        if foreign_origin(websocket) is not None:
+            await websocket.close(code=1008)  # before accept: the browser gets HTTP 403
+            return
+        session_id = getattr(context, "session_id", None)
+        await SpokenConversation(websocket, session_id, events, speech.open_listening, check_settings).run()
+
     routes = app.router.routes
     at = next(i for i, route in enumerate(routes) if getattr(route, "path", None) == "/invocations")
     routes[at] = Route(
         "/invocations", _same_origin_only(_parsed_first(routes[at].endpoint)), methods=["POST"]
     )
-    html = (resources.files("agent") / "web" / "index.html").read_text(encoding="utf-8")
+    web = resources.files("agent") / "web"
+    html = (web / "index.html").read_text(encoding="utf-8")
     headers = page_headers(html)
+    capture_js = (web / "capture.js").read_text(encoding="utf-8")
 
     async def page(request: Request) -> HTMLResponse:
         return HTMLResponse(html, headers=headers)
@@ -250,5 +274,10 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
         return Response(FAVICON_SVG, media_type="image/svg+xml", headers=NOSNIFF)
 
     app.router.routes.append(Route("/", page, methods=["GET"]))
+
+    async def capture(request: Request) -> Response:
+        return Response(capture_js, media_type="text/javascript", headers=NOSNIFF)
+
     app.router.routes.append(Route("/favicon.ico", favicon, methods=["GET"]))
+    app.router.routes.append(Route("/capture.js", capture, methods=["GET"]))
     return app

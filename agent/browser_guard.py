@@ -1,8 +1,9 @@
 """What the agent's HTTP surface does about browsers, which visit other sites while it runs.
 
 The page (`GET /`) is sent with a Content-Security-Policy that allows its own inline script and style
-by their SHA-256 (computed here from the page, so an edit cannot leave a stale hash) and nothing else:
-no other script, no `unsafe-inline`, requests only to its own origin, never framed (with
+by their SHA-256 (computed here from the page, so an edit cannot leave a stale hash), its own origin's
+scripts (the microphone's worklet) and nothing else: no other site's script, no `unsafe-inline`,
+requests only to its own origin, never framed (with
 X-Frame-Options for browsers that predate frame-ancestors), its type never sniffed.
 
 `POST /invocations` refuses what another site's page can make a browser send without a CORS preflight
@@ -11,7 +12,9 @@ model call and speak. A browser names the page that sent it: `Origin` (every cur
 on a POST) and `Sec-Fetch-Site`. A request whose `Origin` is not the agent's own, or that the browser
 calls cross-site or same-site, is refused with 403 before its body is read; the agent's own page, and
 clients that are not browsers (curl, boto3 through AgentCore, which does not pass `Origin` on), send
-neither and are served.
+neither and are served. `WS /ws` gets the same check on its upgrade request: browsers let any page open
+a WebSocket anywhere, so another site's page could otherwise talk to the agent through the visitor's
+browser. It is refused before the WebSocket is accepted (an HTTP 403).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import base64
 import hashlib
 import re
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection
 from starlette.responses import JSONResponse
 
 _INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.DOTALL)
@@ -40,7 +43,9 @@ def page_headers(html: str) -> dict[str, str]:
         hashes[kind].append(_sha256(body))
     policy = [
         "default-src 'none'",
-        "script-src " + " ".join(hashes["script"] or ["'none'"]),
+        # 'self': the microphone's AudioWorklet module (/capture.js), which no hash can allow (a
+        # worklet's module is fetched, not inline); the agent serves no script but its own.
+        "script-src 'self' " + " ".join(hashes["script"]),
         "style-src " + " ".join(hashes["style"] or ["'none'"]),
         "connect-src 'self'",
         "img-src 'self'",
@@ -56,15 +61,26 @@ def page_headers(html: str) -> dict[str, str]:
     }
 
 
-def cross_origin_refusal(request: Request) -> JSONResponse | None:
-    """403 with a typed body for a request another site's page made a browser send; None otherwise."""
-    origin = request.headers.get("origin")
-    own = f"{request.url.scheme}://{request.headers.get('host', '')}".lower()
+# A WebSocket's page is on the http(s) origin its ws(s) URL belongs to.
+_PAGE_SCHEME = {"ws": "http", "wss": "https"}
+
+
+def foreign_origin(connection: HTTPConnection) -> str | None:
+    """Why a request (or WebSocket upgrade) comes from another site's page; None when it does not."""
+    origin = connection.headers.get("origin")
+    scheme = _PAGE_SCHEME.get(connection.url.scheme, connection.url.scheme)
+    own = f"{scheme}://{connection.headers.get('host', '')}".lower()
     if origin is not None and origin.lower() != own:
-        reason = f"the request comes from the page at {origin!r}, not from this agent's own page ({own})"
-    elif request.headers.get("sec-fetch-site", "").lower() in FOREIGN_FETCH_SITES:
-        reason = "the browser says the request comes from another site's page"
-    else:
+        return f"the request comes from the page at {origin!r}, not from this agent's own page ({own})"
+    if connection.headers.get("sec-fetch-site", "").lower() in FOREIGN_FETCH_SITES:
+        return "the browser says the request comes from another site's page"
+    return None
+
+
+def cross_origin_refusal(request: HTTPConnection) -> JSONResponse | None:
+    """403 with a typed body for a request another site's page made a browser send; None otherwise."""
+    reason = foreign_origin(request)
+    if reason is None:
         return None
     return JSONResponse(
         {"error": "Forbidden", "code": "cross_origin", "details": f"{reason}: only the agent's page may ask"},

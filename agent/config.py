@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
-from facts import DEFAULT_VOICE, TTS_ENDPOINT
+from facts import DEFAULT_VOICE, STT_ENDPOINT, TTS_ENDPOINT
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful voice assistant. Your answers are spoken aloud: reply in short, complete sentences, "
@@ -32,6 +32,8 @@ def _first_fragment_words(default: int | None) -> int | None:
 class AgentConfig:
     region: str = "us-east-1"
     tts_endpoint: str = TTS_ENDPOINT
+    stt_endpoint: str = STT_ENDPOINT
+    """The speech-to-text endpoint a spoken conversation (`/ws`) streams the microphone to."""
     tts_voice: str = DEFAULT_VOICE
     tts_format: str = "pcm"
     bedrock_model_id: str = "global.anthropic.claude-sonnet-4-6"
@@ -55,6 +57,7 @@ class AgentConfig:
         config = cls(
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or cls.region,
             tts_endpoint=env.get("AGENT_TTS_ENDPOINT") or cls.tts_endpoint,
+            stt_endpoint=env.get("AGENT_STT_ENDPOINT") or cls.stt_endpoint,
             tts_voice=env.get("AGENT_TTS_VOICE") or cls.tts_voice,
             tts_format=env.get("AGENT_TTS_FORMAT") or cls.tts_format,
             bedrock_model_id=env.get("AGENT_BEDROCK_MODEL_ID") or cls.bedrock_model_id,

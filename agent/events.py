@@ -6,6 +6,12 @@ clock: `agent_start`, `text_delta`, `audio_stream_start`, `audio_chunk`, `words`
 `interrupted`, `agent_end`, `error`. Audio is mono 16-bit PCM at SAMPLE_RATE unless the turn asked for a
 codec.
 
+A spoken conversation (agent.listening, the `/ws` WebSocket) adds the user's side, on the conversation's
+own clock (ms since the WebSocket opened): `user_speech_started` (the VAD heard the user begin: a
+barge-in when an answer is speaking), `transcript_partial` while they talk, `transcript` (the final
+words of an utterance, which become the next turn's prompt) and `listening_end` when the input has
+ended and the last turn is over. Each turn's own events keep their turn's clock.
+
 `words` times are on the turn's audio timeline: `start_ms`/`end_ms` count from the turn's first audio
 sample, so a player that knows how many ms of the turn's audio it has played knows the word being heard.
 """
@@ -90,6 +96,24 @@ def interrupted(clock: EventClock, played_ms: float, heard: str | None) -> Event
 
 def error(clock: EventClock, code: str, message: str) -> Event:
     return clock.event("error", code=code, message=message)
+
+
+def user_speech_started(clock: EventClock, utterance: int, start_ms: float) -> Event:
+    """`start_ms`: where the utterance starts in the microphone's audio (ms from its first sample)."""
+    return clock.event("user_speech_started", utterance=utterance, start_ms=start_ms)
+
+
+def transcript_partial(clock: EventClock, utterance: int, text: str) -> Event:
+    return clock.event("transcript_partial", utterance=utterance, text=text)
+
+
+def transcript(clock: EventClock, utterance: int, text: str, start_ms: float, end_ms: float) -> Event:
+    """An utterance's final words; `start_ms`/`end_ms` as in `user_speech_started`."""
+    return clock.event("transcript", utterance=utterance, text=text, start_ms=start_ms, end_ms=end_ms)
+
+
+def listening_end(clock: EventClock, utterances: int, turns: int) -> Event:
+    return clock.event("listening_end", utterances=utterances, turns=turns)
 
 
 class TurnError(Exception):

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from agent.barge_in import AudioTimeline, Interrupted, SpokenTurn, parse_words
 from agent.chunker import IncrementalSentenceChunker, split_sentences
+from agent.endpoint_stream import Audio, EndpointStreamError
 from agent.events import (
     Event,
     EventClock,
@@ -50,7 +51,7 @@ from agent.events import (
     text_delta,
     words,
 )
-from agent.tts_session import Audio, TTSSession, TTSStreamError
+from agent.tts_session import TTSSession
 from facts import BATCH, BIDI, DEFAULT_VOICE, PCM_BYTES_PER_S
 from tts.text.speech_text import MarkdownBlocks
 
@@ -219,7 +220,7 @@ async def _guarded(
         spoken.complete = True
     except Interrupted:
         tally.interrupted = True
-    except TTSStreamError as exc:
+    except EndpointStreamError as exc:
         ok = False
         yield error(clock, "tts_stream_error", str(exc))
     except TurnError as exc:

@@ -28,6 +28,7 @@ STUDIES = {
     "timestamps": "word timings vs Whisper's word alignment and the audio's onsets, held-out sentences",
     "openai_speech": "OpenAI's streamed pcm (emulator /v1) vs our bidi stream and WebSocket: first audio",
     "listen": "speech to text on held-out recordings: partial and final latency, WER, VAD false starts",
+    "voice_turn": "a spoken question through the local stack: end of speech to first audio, by part",
     "llm": "SmolLM2-135M behind the emulated Bedrock: warm first token, tokens/s, concurrent first tokens",
 }
 

@@ -12,7 +12,7 @@ WebSocket, with silence around it; measured from the client's clock:
   baseline: no VAD cut, no streaming), as a ratio;
 - VAD false starts: `speech_started` events on silence and on white noise (should be none).
 
-The agent does not take audio yet, so end of user speech to first answer audio is not measured here.
+End of user speech to first answer audio, through the agent, is the `voice_turn` study.
 """
 
 from __future__ import annotations

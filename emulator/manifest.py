@@ -16,7 +16,8 @@ resources:                    # applied in order, through the same code as the A
            roleArn: "arn:aws:iam::123456789012:role/a", environmentVariables: {K: V}}
 ```
 
-A bare list is read as `resources`.
+A bare list is read as `resources`. `include: [other.yaml, ...]` (paths relative to the manifest) applies
+those manifests' resources first, in order, then this one's; their `images` are merged, this one's last.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ KINDS = {
 """kind -> (service, operation) of the call that creates it (emulator/app.py's `Services.call`)."""
 NAME_FIELDS = {"AgentRuntime": "agentRuntimeName"}
 DEFAULT_MANIFEST = Path(__file__).resolve().parent.parent / "compose" / "emulator.yaml"
+VOICE_MANIFEST = DEFAULT_MANIFEST.with_name("voice.yaml")
+"""The default stack and the speech-to-text endpoint: the agent that listens (its `/ws`, the page's mic)."""
 
 
 class ManifestError(ConfigError):
@@ -124,12 +127,25 @@ class Manifest:
         return cls(tuple(resources), images, source)
 
 
-def load_manifest(path: str | Path) -> Manifest:
+def load_manifest(path: str | Path, _including: tuple[Path, ...] = ()) -> Manifest:
     path = Path(path)
+    if path.resolve() in _including:
+        raise ManifestError(f"manifest {path} includes itself (through {' -> '.join(map(str, _including))})")
     try:
         obj = yaml.safe_load(path.read_text())
     except OSError as exc:
         raise ManifestError(f"cannot read manifest {path}: {exc}") from exc
     except yaml.YAMLError as exc:
         raise ManifestError(f"manifest {path} is not valid YAML: {exc}") from exc
-    return Manifest.from_obj(obj, str(path))
+    included = obj.pop("include", None) if isinstance(obj, dict) else None  # a file's paths, read here
+    manifest = Manifest.from_obj(obj, str(path))
+    if included is None:
+        return manifest
+    if not isinstance(included, list) or not all(isinstance(name, str) for name in included):
+        raise ManifestError(f"{path}: `include` must be a list of manifest paths")
+    parts = [load_manifest(path.parent / name, (*_including, path.resolve())) for name in included]
+    parts.append(manifest)
+    images: dict[str, ImageSpec] = {}
+    for part in parts:
+        images.update(part.images)
+    return Manifest(tuple(r for part in parts for r in part.resources), images, str(path))

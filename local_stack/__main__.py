@@ -5,7 +5,8 @@ does against AWS) with the spoken answer saved to `out/answer.wav`, and the time
 both modes (medians of three runs each; `local_stack.ask`, in a child whose environment is the stack's).
 
 `--serve` keeps the stack up for the web page until Ctrl-C or SIGTERM, either of which stops the agent
-and the emulator's replicas; the page is at the agent replica's own address, or on 127.0.0.1:N with
+and the emulator's replicas; it starts the speech-to-text endpoint too (compose/voice.yaml), for the
+page's microphone; the page is at the agent replica's own address, or on 127.0.0.1:N with
 `--port N`. It prints only the question, the answer, the file written, the comparison and the web
 address: the servers' logs go to `out/local-stack.log` (named in one line), or to the terminal with
 `--verbose`.
@@ -23,6 +24,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from emulator.manifest import DEFAULT_MANIFEST, VOICE_MANIFEST
 from local_stack.stack import local_stack
 from local_stack.web import RelayError, relay
 from tools.demo import DEFAULT_PROMPT
@@ -68,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     _log_to(None if args.verbose else args.log)
     try:
-        with local_stack() as stack:
+        with local_stack(manifest=VOICE_MANIFEST if args.serve else DEFAULT_MANIFEST) as stack:
             ask = [sys.executable, "-m", "local_stack.ask", stack.runtime_arn, f"--prompt={args.prompt}"]
             asked = subprocess.run([*ask, f"--out={args.out}"], env={**os.environ, **stack.env}, check=False)
             if asked.returncode != 0:

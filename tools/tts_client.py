@@ -23,7 +23,8 @@ from typing import Any, Protocol
 import websockets
 from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
 
-from agent.tts_session import Audio, TTSSession
+from agent.endpoint_stream import Audio
+from agent.tts_session import TTSSession
 from facts import PCM_BYTES_PER_S
 from tools.listener import Arrival
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from smithy_core.aio.eventstream import DuplexEventStream
 
-from agent.tts_session import Audio, Control, TTSSession
+from agent.endpoint_stream import Audio, Control
+from agent.tts_session import TTSSession
 
 
 class LateLastDeltaModel:

@@ -56,7 +56,7 @@ async def test_the_page_allows_its_own_inline_script_and_style_by_hash_and_nothi
     policy = _policy(response.headers["content-security-policy"])
     (script,) = re.findall(r"<script>(.*?)</script>", PAGE, re.DOTALL)
     (style,) = re.findall(r"<style>(.*?)</style>", PAGE, re.DOTALL)
-    assert policy["script-src"] == [_sha256(script)] and policy["style-src"] == [_sha256(style)]
+    assert policy["script-src"] == ["'self'", _sha256(script)] and policy["style-src"] == [_sha256(style)]
     assert policy["default-src"] == ["'none'"] and policy["frame-ancestors"] == ["'none'"]
     assert policy["connect-src"] == ["'self'"]
     assert "'unsafe-inline'" not in response.headers["content-security-policy"]

@@ -10,7 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from agent.tts_session import Audio, Control, TTSSession, TTSStreamError, _drop_crt_writer_race, classify
+from agent.endpoint_stream import Audio, Control, EndpointStreamError, _drop_crt_writer_race, classify
+from agent.tts_session import TTSSession
 
 RACE = "2080 (AWS_ERROR_HTTP_STREAM_HAS_COMPLETED): HTTP-stream has completed, action cannot be performed."
 
@@ -57,7 +58,7 @@ def test_only_awscrts_writer_race_is_dropped(caplog):
         asyncio.run(main())
     errors = [r.getMessage() for r in caplog.records if r.name == "asyncio" and r.levelno >= logging.ERROR]
     assert len(errors) == 1 and "never retrieved" in errors[0] and "another_writer" in errors[0], errors
-    dropped = [r for r in caplog.records if r.name == "agent.tts_session"]
+    dropped = [r for r in caplog.records if r.name == "agent.endpoint_stream"]
     assert len(dropped) == 2 and all("aws-crt-python#762" in r.getMessage() for r in dropped)
 
 
@@ -75,7 +76,7 @@ async def test_an_endpoint_name_sagemaker_refuses_is_refused_at_once(name: str):
         config, AWSCredentialsIdentity(access_key_id="a", secret_access_key="b")
     )
     started = time.perf_counter()
-    with pytest.raises(TTSStreamError) as error:
+    with pytest.raises(EndpointStreamError) as error:
         await TTSSession.open(client, name, timeout_s=30)
     assert error.value.code == "ValidationError" and time.perf_counter() - started < 1
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.manifest import DEFAULT_MANIFEST, Manifest, ManifestError, load_manifest
+from emulator.manifest import DEFAULT_MANIFEST, VOICE_MANIFEST, Manifest, ManifestError, load_manifest
 
 
 def test_shipped_manifests_load() -> None:
@@ -41,3 +41,29 @@ def test_unreadable_manifest_is_a_manifest_error(tmp_path: Path) -> None:
         load_manifest(tmp_path / "bad.yaml")
     with pytest.raises(ManifestError, match="cannot read"):
         load_manifest(tmp_path / "missing.yaml")
+
+
+def test_the_voice_manifest_is_the_default_stack_and_the_speech_to_text_endpoint():
+    voice, default = load_manifest(VOICE_MANIFEST), load_manifest(DEFAULT_MANIFEST)
+    listen = load_manifest(DEFAULT_MANIFEST.with_name("listen.yaml"))
+    assert voice.resources == default.resources + listen.resources
+    assert voice.endpoints == ["kokoro-82m", "whisper-stt"]
+
+
+def test_an_include_is_applied_first_and_a_cycle_is_refused(tmp_path):
+    (tmp_path / "base.yaml").write_text(
+        "images: {m: {command: [a]}}\nresources:\n  - {kind: Model, spec: {ModelName: base}}\n"
+    )
+    (tmp_path / "top.yaml").write_text(
+        "include: [base.yaml]\nimages: {m: {command: [b]}}\n"
+        "resources:\n  - {kind: Model, spec: {ModelName: top}}\n"
+    )
+    top = load_manifest(tmp_path / "top.yaml")
+    assert [r.spec["ModelName"] for r in top.resources] == ["base", "top"]
+    assert top.images["m"].command == ("b",), "the including manifest's images win"
+    (tmp_path / "loop.yaml").write_text("include: [loop.yaml]\n")
+    with pytest.raises(ManifestError, match="includes itself"):
+        load_manifest(tmp_path / "loop.yaml")
+    (tmp_path / "bad.yaml").write_text("include: base.yaml\n")
+    with pytest.raises(ManifestError, match="must be a list"):
+        load_manifest(tmp_path / "bad.yaml")

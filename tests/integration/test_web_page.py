@@ -49,9 +49,9 @@ def csp_refusals(console_text: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def browser_page(url: str):
-    """The page at `url` loaded in headless Chromium, and the page errors it raises (with anything its
-    Content-Security-Policy refused)."""
+def browser_page(url: str, extra_args: tuple[str, ...] = ()):
+    """The page at `url` loaded in headless Chromium (with `extra_args` on its command line), and the
+    page errors it raises (with anything its Content-Security-Policy refused)."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -65,6 +65,7 @@ def browser_page(url: str):
                 "--disable-background-networking",
                 "--disable-component-update",
                 "--no-first-run",
+                *extra_args,
             ],
         )
         try:

@@ -1,4 +1,4 @@
-"""Hypothesis fuzzing of the agent's control-frame rule (`agent.tts_session.classify`): a chunk is a
+"""Hypothesis fuzzing of the agent's control-frame rule (`agent.endpoint_stream.classify`): a chunk is a
 control frame only if the whole chunk is a JSON object, and no chunk, however hostile, makes it raise."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.tts_session import Audio, Control, classify
+from agent.endpoint_stream import Audio, Control, classify
 
 pytestmark = [pytest.mark.reliability, pytest.mark.timeout(120)]
 

@@ -15,8 +15,9 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from agent.endpoint_stream import Audio, Control
 from agent.modes import Turn, run_bidi
-from agent.tts_session import Audio, Control, TTSSession
+from agent.tts_session import TTSSession
 from emulator.llm.base import ConverseRequest
 from emulator.llm.script import PacedScriptModel
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest

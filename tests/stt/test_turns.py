@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from stt.config import VAD_CHUNK_MS, VAD_CHUNK_SAMPLES
-from stt.turns import SpeechStarted, TurnPolicy, TurnTracker, UtteranceEnded
+from stt.turns import SpeechPaused, SpeechStarted, TurnPolicy, TurnTracker, UtteranceEnded
 
 POLICY = TurnPolicy(threshold=0.5, end_of_turn_ms=320, min_speech_ms=96, speech_pad_ms=64)
 
@@ -28,8 +28,11 @@ def chunk_ids(event: UtteranceEnded) -> list[int]:
 
 def test_speech_is_confirmed_after_min_speech_and_ends_after_the_silence():
     tracker, events = run([0.0] * 5 + [0.9] * 6 + [0.0] * 12)
-    started, ended = events
+    started, paused, ended = events
     assert started == SpeechStarted(1, 3 * VAD_CHUNK_MS)  # two chunks of pre-roll before chunk 5
+    # two chunks (the pad) into the silence, the audio is what the utterance ends with
+    assert isinstance(paused, SpeechPaused) and paused.end_ms == ended.end_ms
+    assert np.array_equal(paused.samples, ended.samples)
     assert isinstance(ended, UtteranceEnded) and ended.utterance == 1
     # pre-roll 3-4, speech 5-10, then the trailing silence cut to the pad (two chunks)
     assert chunk_ids(ended) == list(range(3, 13))
@@ -45,7 +48,10 @@ def test_a_short_burst_is_a_false_start_and_never_reported():
 
 def test_a_pause_shorter_than_the_turn_end_keeps_one_utterance():
     _, events = run([0.9] * 4 + [0.1] * 8 + [0.9] * 4 + [0.0] * 12)
-    assert [type(e) for e in events] == [SpeechStarted, UtteranceEnded]
+    # paused twice; the first pause's audio is not the utterance's (speech resumed after it)
+    assert [type(e) for e in events] == [SpeechStarted, SpeechPaused, SpeechPaused, UtteranceEnded]
+    first_pause, last_pause, ended = events[1:]
+    assert len(first_pause.samples) < len(ended.samples) == len(last_pause.samples)
 
 
 def test_probabilities_between_the_thresholds_do_not_count_as_silence():
@@ -57,8 +63,10 @@ def test_two_utterances_are_numbered_in_order():
     _, events = run([0.9] * 4 + [0.0] * 12 + [0.9] * 4 + [0.0] * 12)
     assert [(type(e).__name__, e.utterance) for e in events] == [
         ("SpeechStarted", 1),
+        ("SpeechPaused", 1),
         ("UtteranceEnded", 1),
         ("SpeechStarted", 2),
+        ("SpeechPaused", 2),
         ("UtteranceEnded", 2),
     ]
 
@@ -73,3 +81,18 @@ def test_an_utterance_is_cut_at_whispers_window():
     _, events = run([0.9] * 1000, finish=False)
     ended = [e for e in events if isinstance(e, UtteranceEnded)]
     assert len(ended) == 1 and len(ended[0].samples) == 30_000 // VAD_CHUNK_MS * VAD_CHUNK_SAMPLES
+
+
+def test_a_pause_shorter_than_the_pad_stands_in_silence_for_the_pad_not_heard_yet():
+    """With a 320 ms pad the pause comes at 128 ms: the early audio is the final's length, its speech
+    the same, and the pad's last chunks zeros."""
+    policy = TurnPolicy(threshold=0.5, end_of_turn_ms=640, min_speech_ms=96, speech_pad_ms=320)
+    _, events = run([0.9] * 6 + [0.0] * 30, policy)
+    _, paused, ended = events
+    assert isinstance(paused, SpeechPaused) and len(paused.samples) == len(ended.samples)
+    heard = 6 + 4  # speech, then the four chunks of silence heard at the pause
+    assert np.array_equal(
+        paused.samples[: heard * VAD_CHUNK_SAMPLES], ended.samples[: heard * VAD_CHUNK_SAMPLES]
+    )
+    assert not paused.samples[heard * VAD_CHUNK_SAMPLES :].any()
+    assert (paused.start_ms, paused.end_ms) == (ended.start_ms, ended.end_ms)

@@ -1,0 +1,290 @@
+"""A spoken conversation on one WebSocket (`/ws`, the path AgentCore Runtime gives an agent's WebSocket):
+the microphone's audio in, the user's transcript and the agent's turns out.
+
+In, from the client:
+- BINARY frames: the microphone, 16 kHz mono s16le PCM (`facts.STT_SAMPLE_RATE`), any frame size, sent as
+  it is captured (silence too: the end of a turn is heard as silence);
+- TEXT frames, JSON objects:
+  - `{"type": "start", "mode"?, "voice"?, "format"?}`: the turns' settings, checked as POST's payload is;
+  - `{"type": "played", "played_ms": N}`: how much of the latest turn's audio the client has played
+    (sent while it plays; without it, a listener is assumed to play in real time from the first chunk);
+  - `{"type": "interrupt", "played_ms": N}`: the listener stopped the answer (a Stop button), having
+    played N ms of it: the turn stops as a barge-in does;
+  - `{"type": "end"}`: no more audio; the conversation ends once the last utterance's turn is over.
+
+Out, TEXT frames, one event each (agent.events): `user_speech_started`, `transcript_partial` and
+`transcript` on this conversation's clock; each turn's own events as POST /invocations streams them.
+`listening_end` is the last, then the agent closes the WebSocket.
+
+The audio goes on, as it arrives, to the speech-to-text endpoint over one bidirectional stream
+(agent.stt_session), whose voice activity detector decides where an utterance starts and ends. Each
+utterance's final transcript is the next turn's prompt. When the user starts talking while a turn is
+running, that is a barge-in: the turn stops at once (before the words are known: waiting for the final
+would let the answer talk over them for the silence and the decode), with what the listener had heard
+recorded in the history (agent.barge_in), and the new utterance becomes the next turn.
+
+Bad input is answered with a typed `error` event and the conversation goes on; the endpoint failing
+ends it with one (`stt_stream_error`), never silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from starlette.websockets import WebSocket, WebSocketState
+
+from agent.endpoint_stream import EndpointStreamError
+from agent.events import (
+    Event,
+    EventClock,
+    TurnError,
+    error,
+    listening_end,
+    transcript,
+    transcript_partial,
+    user_speech_started,
+)
+from agent.stt_session import STTSession
+from facts import PCM_BYTES_PER_S
+
+TurnEvents = Callable[[Any, str | None], AsyncIterator[Event]]
+"""The agent's turns: a payload (as POST /invocations takes it) and a session id in, events out."""
+OpenSTT = Callable[[], Awaitable[STTSession]]
+CheckSettings = Callable[[dict[str, Any]], None]
+"""Raises a TurnError when `start`'s settings would not make a turn."""
+
+SETTINGS = ("mode", "voice", "format")
+MAX_PLAYED_MS = 86_400_000
+# A turn let go of in this long after an interrupt (agent.model.RELEASE_WAIT_S bounds each wait in it).
+TURN_RELEASE_S = 10.0
+
+log = logging.getLogger("agent.listening")
+
+
+class Playback:
+    """How much of the latest turn's audio the client has played, now: its latest `played` report and
+    the time since (it plays in real time), or the time since the turn's first audio without one; never
+    more than the PCM it was sent (a codec's chunks carry no duration, so they set no ceiling)."""
+
+    def __init__(self) -> None:
+        self.turn_started()
+
+    def turn_started(self) -> None:
+        self._first_audio_at: float | None = None
+        self._sent_ms: float | None = None
+        self._report: tuple[float, float] | None = None
+
+    def sent(self, event: Event) -> None:
+        if event["type"] == "agent_start":
+            self._sent_ms = 0.0 if event.get("format") == "pcm" else None
+        elif event["type"] == "audio_chunk":
+            if self._first_audio_at is None:
+                self._first_audio_at = time.perf_counter()
+            if self._sent_ms is not None:
+                self._sent_ms += len(base64.b64decode(event["data"])) * 1000 / PCM_BYTES_PER_S
+
+    def reported(self, played_ms: float) -> None:
+        self._report = (played_ms, time.perf_counter())
+
+    def played_ms(self) -> float:
+        now = time.perf_counter()
+        if self._report is not None:
+            played = self._report[0] + (now - self._report[1]) * 1000
+        elif self._first_audio_at is not None:
+            played = (now - self._first_audio_at) * 1000
+        else:
+            return 0.0
+        ceiling = self._sent_ms if self._sent_ms is not None else played
+        return round(min(played, ceiling), 1)
+
+
+def parse_message(text: str) -> dict[str, Any]:
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):
+        raise TurnError("invalid_json", "a TEXT frame must be a JSON object") from None
+    if not isinstance(message, dict):
+        kind = type(message).__name__
+        raise TurnError("invalid_message", f"a TEXT frame must be a JSON object, got {kind}")
+    return message
+
+
+def parse_played(message: dict[str, Any]) -> float:
+    value = message.get("played_ms")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PLAYED_MS:
+        raise TurnError("invalid_played", f"'played_ms' must be a number of ms from 0 to {MAX_PLAYED_MS}")
+    return float(value)
+
+
+class SpokenConversation:
+    """One WebSocket's conversation; `run()` serves it to its end."""
+
+    def __init__(
+        self,
+        websocket: WebSocket,
+        session_id: str | None,
+        turn_events: TurnEvents,
+        open_stt: OpenSTT,
+        check_settings: CheckSettings,
+    ) -> None:
+        self._ws = websocket
+        # A browser cannot set AgentCore's session header: without one, this WebSocket is the session,
+        # so every turn shares one history (and an interrupt reaches the turn it means).
+        self._session_id = session_id or f"ws-{uuid.uuid4()}"
+        self._turn_events = turn_events
+        self._open_stt = open_stt
+        self._check_settings = check_settings
+        self._clock = EventClock()
+        self._outbox: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._settings: dict[str, Any] = {}
+        self._playback = Playback()
+        self._turn: asyncio.Task[None] | None = None
+        self._turns = 0
+        self._utterances = 0
+        self._input_ended = False
+
+    def _emit(self, event: Event) -> None:
+        self._outbox.put_nowait(event)
+
+    async def _send_events(self) -> None:
+        while (event := await self._outbox.get()) is not None:
+            if self._ws.application_state != WebSocketState.CONNECTED:
+                return
+            await self._ws.send_text(json.dumps(event, separators=(",", ":")))
+
+    async def run(self) -> None:
+        await self._ws.accept()
+        sender = asyncio.create_task(self._send_events())
+        try:
+            try:
+                stt = await self._open_stt()
+            except EndpointStreamError as exc:
+                self._emit(error(self._clock, "stt_unavailable", f"the speech-to-text endpoint: {exc}"))
+                self._emit(listening_end(self._clock, 0, 0))
+                return
+            async with stt:
+                await stt.start()
+                microphone = asyncio.create_task(self._microphone(stt))
+                heard = asyncio.create_task(self._transcripts(stt))
+                try:
+                    # The microphone ends when the client leaves (nobody hears the rest); the
+                    # transcripts end after the endpoint's `done` and the last turn, or its failure.
+                    await asyncio.wait({microphone, heard}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for task in (microphone, heard):
+                        task.cancel()
+                    await self._stop_turn()
+            self._emit(listening_end(self._clock, self._utterances, self._turns))
+        finally:
+            self._outbox.put_nowait(None)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(sender, 10)
+            sender.cancel()
+            if self._ws.application_state == WebSocketState.CONNECTED:
+                with contextlib.suppress(Exception):
+                    await self._ws.close()
+
+    async def _microphone(self, stt: STTSession) -> None:
+        """The client's frames until it goes away: audio to the endpoint, control read here."""
+        while True:
+            frame = await self._ws.receive()
+            if frame["type"] == "websocket.disconnect":
+                return
+            try:
+                if (data := frame.get("bytes")) is not None:
+                    if self._input_ended:
+                        raise TurnError("input_ended", "audio after 'end'")
+                    if data:
+                        await stt.audio(data)
+                elif (text := frame.get("text")) is not None:
+                    await self._control(parse_message(text), stt)
+            except TurnError as exc:
+                self._emit(error(self._clock, exc.code, str(exc)))
+
+    async def _control(self, message: dict[str, Any], stt: STTSession) -> None:
+        kind = message.get("type")
+        if kind in ("played", "interrupt"):
+            self._playback.reported(parse_played(message))
+            if kind == "interrupt":
+                await self._interrupt()
+        elif kind == "start":
+            settings = {k: v for k, v in message.items() if k != "type"}
+            unknown = sorted(set(settings) - set(SETTINGS))
+            if unknown:
+                allowed = ", ".join(SETTINGS)
+                raise TurnError("invalid_field", f"'start' takes {allowed}; not {', '.join(unknown)}")
+            self._check_settings(settings)
+            self._settings = settings
+        elif kind == "end":
+            if not self._input_ended:
+                self._input_ended = True
+                await stt.end()
+        else:
+            shown = kind if isinstance(kind, str) and len(kind) <= 40 else type(kind).__name__
+            expected = "start, played, interrupt or end"
+            raise TurnError("unknown_type", f"unknown message type {shown!r}; expected {expected}")
+
+    async def _transcripts(self, stt: STTSession) -> None:
+        """The endpoint's messages until it ends the stream (after `end`, its `done`)."""
+        try:
+            async for message in stt.messages():
+                kind = message.get("type")
+                if kind == "speech_started":
+                    self._utterances += 1
+                    self._emit(user_speech_started(self._clock, message["utterance"], message["start_ms"]))
+                    await self._interrupt()
+                elif kind == "partial":
+                    self._emit(transcript_partial(self._clock, message["utterance"], message["text"]))
+                elif kind == "final":
+                    utterance, text = message["utterance"], message["text"]
+                    span = message["start_ms"], message["end_ms"]
+                    self._emit(transcript(self._clock, utterance, text, *span))
+                    if text.strip():
+                        await self._start_turn(text)
+                elif kind == "error":
+                    self._emit(error(self._clock, f"stt_{message.get('code')}", str(message.get("message"))))
+                elif kind == "done":
+                    break
+            if self._turn is not None:
+                await asyncio.gather(self._turn, return_exceptions=True)
+        except EndpointStreamError as exc:
+            self._emit(error(self._clock, "stt_stream_error", f"the speech-to-text stream ended: {exc}"))
+
+    async def _interrupt(self) -> None:
+        """Barge-in: the running turn stops, with what the listener heard recorded; its `interrupted`
+        event goes out (the turn's own `agent_end` closes it)."""
+        if self._turn is None or self._turn.done():
+            return
+        payload = {"interrupt": {"played_ms": self._playback.played_ms()}}
+        async with contextlib.aclosing(self._turn_events(payload, self._session_id)) as events:
+            async for event in events:
+                if event["type"] != "agent_end":
+                    self._emit(event)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait({self._turn}, timeout=TURN_RELEASE_S)
+
+    async def _start_turn(self, prompt: str) -> None:
+        await self._interrupt()
+        self._turns += 1
+        self._playback.turn_started()
+        self._turn = asyncio.create_task(self._run_turn({**self._settings, "prompt": prompt}))
+
+    async def _run_turn(self, payload: dict[str, Any]) -> None:
+        async with contextlib.aclosing(self._turn_events(payload, self._session_id)) as events:
+            async for event in events:
+                self._playback.sent(event)
+                self._emit(event)
+
+    async def _stop_turn(self) -> None:
+        """The conversation is over (the client left, or the endpoint failed): its turn stops."""
+        if self._turn is not None and not self._turn.done():
+            self._turn.cancel()
+            await asyncio.gather(self._turn, return_exceptions=True)

@@ -9,6 +9,7 @@ each envelope.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import posixpath
@@ -17,7 +18,7 @@ import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from emulator.wire.awserrors import AwsError
 from emulator.wire.eventstream import Message
@@ -27,6 +28,7 @@ _AUTH_RE = re.compile(
     r"/aws4_request,\s*SignedHeaders=(?P<signed>[^,\s]+),\s*Signature=(?P<sig>[0-9a-f]{64})\s*$"
 )
 STREAMING_EVENTS = "STREAMING-AWS4-HMAC-SHA256-EVENTS"
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 MAX_SKEW = timedelta(minutes=15)
 _AMZ_DATE = "%Y%m%dT%H%M%SZ"
 _MISMATCH = (
@@ -119,10 +121,7 @@ def verify_request(
     """
     by_name = _by_name(headers)
     match, secret, amz_date = _authorization(keys, by_name, now)
-    signed_names = match["signed"].split(";")
-    canonical_headers = "".join(
-        f"{name}:{','.join(' '.join(v.split()) for v in by_name.get(name, []))}\n" for name in signed_names
-    )
+    canonical_headers = _canonical_headers(by_name, match["signed"])
     declared = (by_name.get("x-amz-content-sha256") or [""])[0]
     if body is None and declared != STREAMING_EVENTS:
         raise AwsError(
@@ -142,12 +141,100 @@ def verify_request(
             payload_hash,
         ]
     )
-    scope = f"{match['date']}/{match['region']}/{match['service']}/aws4_request"
+    return _checked(secret, match, amz_date, canonical, match["sig"])
+
+
+def _canonical_headers(by_name: Mapping[str, list[str]], signed: str) -> str:
+    return "".join(
+        f"{name}:{','.join(' '.join(v.split()) for v in by_name.get(name, []))}\n"
+        for name in signed.split(";")
+    )
+
+
+def _checked(secret: str, scope_of: re.Match[str], amz_date: str, canonical: str, signature: str) -> Signed:
+    """`signature` over `canonical` with the key of `secret` and the scope's date, region, service."""
+    date, region, service = scope_of["date"], scope_of["region"], scope_of["service"]
+    scope = f"{date}/{region}/{service}/aws4_request"
     to_sign = f"AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
-    key = signing_key(secret, match["date"], match["region"], match["service"])
-    if not hmac.compare_digest(_hmac(key, to_sign).hex(), match["sig"]):
+    key = signing_key(secret, date, region, service)
+    if not hmac.compare_digest(_hmac(key, to_sign).hex(), signature):
         raise AwsError("InvalidSignatureException", _MISMATCH, 403)
-    return Signed(key, scope, amz_date, match["sig"])
+    return Signed(key, scope, amz_date, signature)
+
+
+_CREDENTIAL_RE = re.compile(
+    r"^(?P<akid>[^/\s]+)/(?P<date>\d{8})/(?P<region>[^/]+)/(?P<service>[^/]+)/aws4_request$"
+)
+PRESIGNED_PARAMS = (
+    "X-Amz-Algorithm",
+    "X-Amz-Credential",
+    "X-Amz-Date",
+    "X-Amz-SignedHeaders",
+    "X-Amz-Signature",
+)
+MAX_EXPIRES_S = 7 * 24 * 3600
+
+
+def presigned(raw_query: str) -> bool:
+    """Whether a request carries its signature in its query (a presigned URL)."""
+    return any(pair.partition("=")[0] == "X-Amz-Signature" for pair in raw_query.split("&"))
+
+
+def verify_presigned(
+    keys: Mapping[str, str],
+    *,
+    method: str,
+    raw_path: str,
+    raw_query: str,
+    headers: Iterable[tuple[str, str]],
+    now: datetime | None = None,
+) -> Signed:
+    """Check a presigned URL (botocore's SigV4QueryAuth: the signature and its parameters in the
+    query, over an empty body); raise AwsError (403) when it is missing, wrong or expired."""
+    now = now or datetime.now(UTC)
+    pairs = [pair.partition("=") for pair in raw_query.split("&") if pair]
+    params = {unquote(k): unquote(v) for k, _, v in pairs}
+    missing = [name for name in PRESIGNED_PARAMS if name not in params]
+    if missing or params["X-Amz-Algorithm"] != "AWS4-HMAC-SHA256":
+        raise AwsError(
+            "IncompleteSignatureException",
+            f"A presigned URL needs AWS4-HMAC-SHA256 and {', '.join(PRESIGNED_PARAMS[1:])}; missing "
+            f"{', '.join(missing) or 'the algorithm'}",
+            403,
+        )
+    credential = _CREDENTIAL_RE.match(params["X-Amz-Credential"])
+    if credential is None:
+        raise AwsError(
+            "IncompleteSignatureException", "X-Amz-Credential is not a SigV4 credential scope", 403
+        )
+    secret = keys.get(credential["akid"])
+    if secret is None:
+        raise AwsError(
+            "UnrecognizedClientException", "The security token included in the request is invalid.", 403
+        )
+    amz_date = params["X-Amz-Date"]
+    try:
+        signed_at = datetime.strptime(amz_date, _AMZ_DATE).replace(tzinfo=UTC)
+        expires = int(params.get("X-Amz-Expires", "900"))
+    except ValueError:
+        raise AwsError(
+            "IncompleteSignatureException", "X-Amz-Date or X-Amz-Expires is malformed", 403
+        ) from None
+    if amz_date[:8] != credential["date"] or not 0 < expires <= MAX_EXPIRES_S:
+        raise AwsError("InvalidSignatureException", "X-Amz-Date or X-Amz-Expires is out of range", 403)
+    if now > signed_at + timedelta(seconds=expires):
+        raise AwsError("InvalidSignatureException", f"Request has expired ({amz_date} + {expires} s)", 403)
+    if signed_at > now + MAX_SKEW:
+        raise AwsError("InvalidSignatureException", f"Signature not yet current: {amz_date}", 403)
+    canonical_headers = _canonical_headers(_by_name(headers), params["X-Amz-SignedHeaders"])
+    unsigned_query = "&".join(f"{k}={v}" for k, _, v in pairs if unquote(k) != "X-Amz-Signature")
+    head = [method.upper(), _canonical_path(raw_path), _canonical_query(unsigned_query), canonical_headers]
+    # botocore's SigV4QueryAuth hashes the (empty) body; S3-style presigners sign UNSIGNED-PAYLOAD.
+    for payload in (EMPTY_SHA256, "UNSIGNED-PAYLOAD"):
+        canonical = "\n".join([*head, params["X-Amz-SignedHeaders"], payload])
+        with contextlib.suppress(AwsError):
+            return _checked(secret, credential, amz_date, canonical, params["X-Amz-Signature"])
+    raise AwsError("InvalidSignatureException", _MISMATCH, 403)
 
 
 def _check_date(amz_date: str, scope_date: str, now: datetime) -> None:

@@ -16,9 +16,14 @@ Handler = Callable[..., Any]
 """An async Quart view: the path's variables as keyword arguments, a Response back."""
 
 
+WEBSOCKET = "WEBSOCKET"
+"""A View's method for a WebSocket route (its handler accepts, or answers HTTP before accepting)."""
+
+
 @dataclass(frozen=True)
 class View:
     method: str
+    """An HTTP method, or WEBSOCKET."""
     path: str
     """Quart's rule, e.g. `/endpoints/<name>/invocations`."""
     operation: str
@@ -35,5 +40,8 @@ def views_blueprint(
     bp = Blueprint(name, __name__)
     render_errors(bp, render)
     for view in views:
-        bp.add_url_rule(view.path, view.operation, handlers[view.operation], methods=[view.method])
+        if view.method == WEBSOCKET:
+            bp.add_websocket(view.path, view.operation, handlers[view.operation])
+        else:
+            bp.add_url_rule(view.path, view.operation, handlers[view.operation], methods=[view.method])
     return bp

@@ -14,6 +14,7 @@ import shutil
 import time
 import wave
 from collections.abc import Iterator
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -35,6 +36,7 @@ needs_chromium = pytest.mark.skipif(
     reason="no Chromium on PATH (scripts/test installs Debian's chromium when it can)",
 )
 
+SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 # Whisper base hears LibriVox's "ill disposed" as other words at times: the transport is under test.
 HEARD_WER = 0.35
 
@@ -115,6 +117,25 @@ async def test_a_spoken_question_is_transcribed_and_answered_with_speech(voice_s
     assert events[-1]["utterances"] == 1 and events[-1]["turns"] == 1
     asked = _recorded_requests(voice_stack)[-1]["messages"][-1]
     assert asked == {"role": "user", "content": [{"text": heard["text"]}]}, "the transcript is the prompt"
+
+
+async def test_a_spoken_question_through_agentcore_is_answered(voice_stack: LocalStack) -> None:
+    """The deployed path: the runtime's WebSocket on the emulated AgentCore (`/runtimes/<ARN>/ws`,
+    InvokeAgentRuntimeWithWebSocketStream), relayed to the agent replica's `/ws`, with the session id
+    AgentCore passes on."""
+    clip = recordings()[4]
+    base = voice_stack.env["AWS_ENDPOINT_URL_BEDROCK_AGENTCORE"].replace("http://", "ws://")
+    url = f"{base}/runtimes/{quote(voice_stack.runtime_arn, safe='')}/ws"
+    session = "spoken-through-agentcore-" + "s" * 20
+    async with websockets.connect(url, additional_headers={SESSION_HEADER: session}) as ws:
+        conversation = Conversation(ws)
+        await conversation.speak(_spoken(clip))
+        events = await conversation.finish()
+    heard = next(e for e in events if e["type"] == "transcript")
+    assert word_error_rate(clip.text, heard["text"]) <= HEARD_WER, heard["text"]
+    end = next(e for e in events if e["type"] == "agent_end")
+    assert end["ok"] and end["audio_s"] > 1, end
+    assert events[-1]["type"] == "listening_end" and events[-1]["turns"] == 1
 
 
 async def test_speaking_over_the_answer_interrupts_it_and_becomes_the_next_turn(

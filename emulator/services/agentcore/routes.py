@@ -5,7 +5,8 @@ Control plane: `PUT /runtimes/` create, `POST /runtimes/` list, `GET|PUT|DELETE 
 update, delete, `PUT|POST /runtimes/<id>/runtime-endpoints/` create, list,
 `GET|DELETE .../runtime-endpoints/<name>/`: the operations of `control.py` through the one restJson1
 binding (emulator.wire.restjson). Data plane: `POST /runtimes/<URL-encoded ARN>/invocations`
-(`runtime.py`, the agent's answer passed through as it arrives).
+(`runtime.py`, the agent's answer passed through as it arrives) and `GET /runtimes/<URL-encoded ARN>/ws`,
+the runtime's WebSocket (InvokeAgentRuntimeWithWebSocketStream: messages relayed both ways).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from emulator.services.agentcore.control import AgentRuntimeControl
 from emulator.services.agentcore.errors import agentcore_error
 from emulator.services.agentcore.runtime import runtime_handlers
 from emulator.wire.restjson import Route, rest_json_blueprint
-from emulator.wire.views import View, views_blueprint
+from emulator.wire.views import WEBSOCKET, View, views_blueprint
 
 CONTROL_ROUTES = (
     Route("PUT", "/runtimes/", "CreateAgentRuntime", 202),
@@ -38,7 +39,10 @@ CONTROL_ROUTES = (
         202,
     ),
 )
-RUNTIME_VIEWS = (View("POST", "/runtimes/<path:target>/invocations", "InvokeAgentRuntime"),)
+RUNTIME_VIEWS = (
+    View("POST", "/runtimes/<path:target>/invocations", "InvokeAgentRuntime"),
+    View(WEBSOCKET, "/runtimes/<path:target>/ws", "InvokeAgentRuntimeWithWebSocketStream"),
+)
 QUERY_MEMBERS = {"version": "agentRuntimeVersion", "maxResults": "maxResults", "nextToken": "nextToken"}
 """The query-string members of the control-plane operations, by their model names."""
 

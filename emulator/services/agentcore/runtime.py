@@ -14,16 +14,26 @@ is still CREATING), `RuntimeClientError` 424 (the container answered non-2xx, is
 could not be reached). A container that breaks off mid-answer breaks off the client's response too
 (the HTTP/1.1 chunked body ends without its last chunk), which botocore raises as
 `ResponseStreamingError`. The fidelity latency knobs delay the request and every response chunk.
+
+InvokeAgentRuntimeWithWebSocketStream: `GET /runtimes/<URL-encoded runtime ARN>/ws?qualifier=Q` upgraded
+to a WebSocket (signed in its headers or presigned in its query, emulator.wire.auth) opens the replica's
+`/ws` (the same contract: the session id header, the custom headers) and relays every message both
+ways, TEXT as TEXT and BINARY as BINARY, until either side closes; the close code is passed on. What
+would refuse an invocation refuses the upgrade with the same HTTP error, before it is accepted; the
+session id may also come as the query parameter of that name (what a presigned URL carries).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator
 
 import httpx
-from quart import Response, request
+import websockets
+from quart import Response, request, websocket
 
 from emulator.config import EmulatorConfig
 from emulator.controller.forward import post_invocation
@@ -61,6 +71,7 @@ FORWARDED = (
 CUSTOM_HEADER_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
 REQUEST_ID_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Request-Id"
 INVOCATION_TIMEOUT = httpx.Timeout(900.0, connect=10.0)
+WS_CONNECT_TIMEOUT_S = 10.0
 """AgentCore lets a request run 15 minutes, however long the agent stays silent in between."""
 
 
@@ -197,4 +208,61 @@ def runtime_handlers(
             headers={SESSION_HEADER: call.session_id, "x-amzn-RequestId": headers[REQUEST_ID_HEADER]},
         )
 
-    return {"InvokeAgentRuntime": invoke}
+    async def converse(target: str) -> Response | None:
+        args, client_headers = websocket.args, websocket.headers
+        try:
+            session = client_headers.get(SESSION_HEADER) or args.get(SESSION_HEADER)
+            call = resolve(control, target, args.get("qualifier"), session, args.get("accountId"))
+        except AwsError as err:
+            return agentcore_error(err)
+        headers = {h: client_headers[h] for h in FORWARDED if h in client_headers and h != "Content-Type"}
+        headers |= {k: v for k, v in client_headers.items() if k.lower().startswith(CUSTOM_HEADER_PREFIX)}
+        headers[SESSION_HEADER] = call.session_id
+        headers[REQUEST_ID_HEADER] = request_id()
+        assert call.replica.address is not None  # resolve() answers only a ready replica
+        host, port = call.replica.address
+        lease = Lease(call.replica)
+        try:
+            upstream = await websockets.connect(
+                f"ws://{host}:{port}/ws",
+                additional_headers=headers,
+                open_timeout=WS_CONNECT_TIMEOUT_S,
+                max_size=None,
+                proxy=None,
+            )
+        except (OSError, TimeoutError, websockets.InvalidHandshake) as exc:
+            lease.release()
+            return agentcore_error(runtime_client_error(f"could not open the agent runtime's /ws: {exc}"))
+        try:
+            await websocket.accept(headers={SESSION_HEADER: call.session_id})
+            await _relay(upstream)
+        finally:
+            await upstream.close()
+            lease.release()
+        return None
+
+    return {"InvokeAgentRuntime": invoke, "InvokeAgentRuntimeWithWebSocketStream": converse}
+
+
+async def _relay(upstream: websockets.ClientConnection) -> None:
+    """Every message both ways until a side closes; the container's close code reaches the client."""
+
+    async def down() -> None:
+        while True:
+            await upstream.send(await websocket.receive())
+
+    async def up() -> None:
+        async for message in upstream:
+            await websocket.send(message)
+
+    tasks = [asyncio.create_task(down()), asyncio.create_task(up())]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    # 1005 (no code given) and 1006 (no close frame) are never sent: a plain close, or an error.
+    code = {None: 1000, 1005: 1000, 1006: 1011}.get(upstream.close_code, upstream.close_code)
+    with contextlib.suppress(Exception):
+        await websocket.close(code, upstream.close_reason or "")

@@ -15,7 +15,7 @@ import hashlib
 
 import pytest
 from aws_sdk_signers import AsyncEventSigner
-from botocore.auth import SigV4Auth
+from botocore.auth import SigV4Auth, SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from smithy_aws_core.identity import AWSCredentialsIdentity
@@ -23,7 +23,7 @@ from smithy_aws_event_stream.events import EventHeaderEncoder, EventMessage
 
 from emulator.wire import eventstream
 from emulator.wire.awserrors import AwsError
-from emulator.wire.sigv4 import EventChain, Signed, signing_key, verify_request
+from emulator.wire.sigv4 import EventChain, Signed, presigned, signing_key, verify_presigned, verify_request
 
 KEYS = {"AKIDTEST": "secret"}
 PATH = "/endpoints/kokoro-82m/invocations"
@@ -166,3 +166,36 @@ def test_sigv4_checks_the_body_received_not_the_hash_declared() -> None:
         _verify(request, {"AKIDTEST": "secret"}, body=b'{"text":"other"}')
     with pytest.raises(AwsError, match="STREAMING-AWS4-HMAC-SHA256-EVENTS"):
         _verify(request, {"AKIDTEST": "secret"}, body=None)
+
+
+def _presigned(url: str, expires: int = 300) -> tuple[str, str]:
+    request = AWSRequest(method="GET", url=url, headers={"host": "runtime.example:443"})
+    SigV4QueryAuth(
+        Credentials("AKIDEXAMPLE", "secret"), "bedrock-agentcore", "us-east-1", expires=expires
+    ).add_auth(request)
+    path, _, query = request.url.removeprefix("https://runtime.example:443").partition("?")
+    return path, query
+
+
+def _check_presigned(path: str, query: str, now: datetime.datetime | None = None) -> None:
+    verify_presigned(
+        {"AKIDEXAMPLE": "secret"},
+        method="GET",
+        raw_path=path,
+        raw_query=query,
+        headers=[("host", "runtime.example:443")],
+        now=now,
+    )
+
+
+def test_a_presigned_url_is_accepted_until_it_expires_and_refused_when_changed() -> None:
+    path, query = _presigned("https://runtime.example:443/runtimes/arn%3Aaws%3Ax/ws?qualifier=DEFAULT", 60)
+    assert presigned(query) and not presigned("qualifier=DEFAULT")
+    _check_presigned(path, query)
+    later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=61)
+    with pytest.raises(AwsError, match="expired"):
+        _check_presigned(path, query, now=later)
+    with pytest.raises(AwsError, match="does not match"):
+        _check_presigned(path, query.replace("qualifier=DEFAULT", "qualifier=OTHER"))
+    with pytest.raises(AwsError, match="missing X-Amz-Credential"):
+        _check_presigned(path, "&".join(p for p in query.split("&") if not p.startswith("X-Amz-Credential")))

@@ -12,10 +12,15 @@ import sys
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 import boto3
+import botocore.auth
+import botocore.awsrequest
+import botocore.credentials
 import botocore.exceptions
 import pytest
+import websockets
 
 from emulator.config import default_images
 from emulator.controller.runtimes.process import resolve_image
@@ -26,6 +31,7 @@ from tests.emulator.support import FIXTURES, boto_client, fast_config, manifest,
 pytestmark = pytest.mark.integration  # real servers: the emulator, an AgentCore SDK app, boto3
 
 SESSION = "test-session-" + "0" * 30
+SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 ROLE = "arn:aws:iam::123456789012:role/agent"
 KEY, SECRET = "AKIDAGENTCORE", "agentcore-secret"
 IMAGES = {
@@ -328,3 +334,70 @@ def test_bad_create_requests_are_validation_exceptions(
     )
     assert error["fieldList"][0]["name"] == field
     assert "fine" not in [r["agentRuntimeName"] for r in client.list_agent_runtimes()["agentRuntimes"]]
+
+
+def _toy_arn(control) -> str:
+    runtimes = control.list_agent_runtimes()["agentRuntimes"]
+    return next(r["agentRuntimeArn"] for r in runtimes if r["agentRuntimeName"] == "toy")
+
+
+def _ws_url(emu: Emulator, arn: str) -> str:
+    return f"{emu.http_url.replace('http://', 'ws://')}/runtimes/{quote(arn, safe='')}/ws"
+
+
+def _signed_upgrade(url: str, *, presign: bool, secret: str = SECRET) -> tuple[str, dict[str, str]]:
+    """How bedrock_agentcore's AgentCoreRuntimeClient signs its WebSocket (generate_ws_connection: SigV4
+    headers over the https form of the URL; generate_presigned_url: SigV4QueryAuth), for a local URL,
+    which its own URL builder refuses (it allows only AWS hosts)."""
+    https = url.replace("ws://", "https://")  # what the SDK signs, whatever the scheme it connects with
+    credentials = botocore.credentials.Credentials(KEY, secret)
+    host = {"host": urlsplit(https).netloc}
+    aws_request = botocore.awsrequest.AWSRequest(method="GET", url=https, headers=host)
+    if presign:
+        botocore.auth.SigV4QueryAuth(credentials, "bedrock-agentcore", "us-east-1", expires=300).add_auth(
+            aws_request
+        )
+        return aws_request.url.replace("https://", "ws://"), {}
+    aws_request.headers["x-amz-date"] = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    botocore.auth.SigV4Auth(credentials, "bedrock-agentcore", "us-east-1").add_auth(aws_request)
+    return url, {name: aws_request.headers[name] for name in ("X-Amz-Date", "Authorization")}
+
+
+@pytest.mark.parametrize("presign", [False, True], ids=["signed-headers", "presigned-url"])
+async def test_the_runtimes_websocket_relays_messages_both_ways(
+    emu: Emulator, control, presign: bool
+) -> None:
+    arn = _toy_arn(control)
+    url, headers = _signed_upgrade(_ws_url(emu, arn), presign=presign)
+    async with websockets.connect(url, additional_headers={**headers, SESSION_HEADER: SESSION}) as ws:
+        assert json.loads(await ws.recv()) == {"session_id": SESSION}
+        await ws.send("hello")
+        assert await ws.recv() == "hello"
+        await ws.send(b"\x00\x01{" * 1000)
+        assert await ws.recv() == b"\x00\x01{" * 1000, "BINARY stays BINARY, byte for byte"
+        await ws.send("close 4001")
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await ws.recv()
+    assert closed.value.rcvd.code == 4001, "the container's close code reaches the client"
+
+
+async def test_a_websocket_with_a_wrong_signature_or_runtime_is_refused_before_it_opens(
+    emu: Emulator, control
+) -> None:
+    arn = _toy_arn(control)
+    for presign in (False, True):
+        url, headers = _signed_upgrade(_ws_url(emu, arn), presign=presign, secret="not-the-secret")
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            async with websockets.connect(url, additional_headers=headers):
+                pass
+        assert refused.value.response.status_code == 403
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        async with websockets.connect(_ws_url(emu, arn)):
+            pass
+    assert refused.value.response.status_code == 403, "unsigned"
+    url, headers = _signed_upgrade(_ws_url(emu, arn.replace("runtime/", "runtime/nope")), presign=False)
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        async with websockets.connect(url, additional_headers=headers):
+            pass
+    assert refused.value.response.status_code == 404
+    assert refused.value.response.headers["x-amzn-ErrorType"].startswith("ResourceNotFoundException")

@@ -30,7 +30,6 @@ ends it with one (`stt_stream_error`), never silently.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import logging
@@ -88,8 +87,10 @@ class Playback:
         elif event["type"] == "audio_chunk":
             if self._first_audio_at is None:
                 self._first_audio_at = time.perf_counter()
-            if self._sent_ms is not None:
-                self._sent_ms += len(base64.b64decode(event["data"])) * 1000 / PCM_BYTES_PER_S
+            if self._sent_ms is not None:  # the PCM's length from its base64, without decoding it
+                data = event["data"]
+                pcm_bytes = len(data) * 3 // 4 - data[-2:].count("=")
+                self._sent_ms += pcm_bytes * 1000 / PCM_BYTES_PER_S
 
     def reported(self, played_ms: float) -> None:
         self._report = (played_ms, time.perf_counter())
@@ -236,27 +237,34 @@ class SpokenConversation:
         """The endpoint's messages until it ends the stream (after `end`, its `done`)."""
         try:
             async for message in stt.messages():
-                kind = message.get("type")
-                if kind == "speech_started":
-                    self._utterances += 1
-                    self._emit(user_speech_started(self._clock, message["utterance"], message["start_ms"]))
-                    await self._interrupt()
-                elif kind == "partial":
-                    self._emit(transcript_partial(self._clock, message["utterance"], message["text"]))
-                elif kind == "final":
-                    utterance, text = message["utterance"], message["text"]
-                    span = message["start_ms"], message["end_ms"]
-                    self._emit(transcript(self._clock, utterance, text, *span))
-                    if text.strip():
-                        await self._start_turn(text)
-                elif kind == "error":
-                    self._emit(error(self._clock, f"stt_{message.get('code')}", str(message.get("message"))))
-                elif kind == "done":
+                try:
+                    await self._heard(message)
+                except (KeyError, TypeError, AttributeError):  # a message without its fields
+                    shown = str(message)[:80]
+                    self._emit(error(self._clock, "stt_invalid_message", f"unreadable: {shown}"))
+                if message.get("type") == "done":
                     break
             if self._turn is not None:
                 await asyncio.gather(self._turn, return_exceptions=True)
         except EndpointStreamError as exc:
             self._emit(error(self._clock, "stt_stream_error", f"the speech-to-text stream ended: {exc}"))
+
+    async def _heard(self, message: dict[str, Any]) -> None:
+        """One of the endpoint's messages (stt/README.md), acted on."""
+        kind = message.get("type")
+        if kind == "speech_started":
+            self._utterances += 1
+            self._emit(user_speech_started(self._clock, message["utterance"], message["start_ms"]))
+            await self._interrupt()
+        elif kind == "partial":
+            self._emit(transcript_partial(self._clock, message["utterance"], message["text"]))
+        elif kind == "final":
+            utterance, text = message["utterance"], message["text"]
+            self._emit(transcript(self._clock, utterance, text, message["start_ms"], message["end_ms"]))
+            if text.strip():
+                await self._start_turn(text)
+        elif kind == "error":
+            self._emit(error(self._clock, f"stt_{message.get('code')}", str(message.get("message"))))
 
     async def _interrupt(self) -> None:
         """Barge-in: the running turn stops, with what the listener heard recorded; its `interrupted`

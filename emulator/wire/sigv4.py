@@ -85,6 +85,15 @@ def _by_name(headers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
     return by_name
 
 
+def _secret(keys: Mapping[str, str], access_key: str) -> str:
+    secret = keys.get(access_key)
+    if secret is None:
+        raise AwsError(
+            "UnrecognizedClientException", "The security token included in the request is invalid.", 403
+        )
+    return secret
+
+
 def _authorization(
     keys: Mapping[str, str], by_name: Mapping[str, list[str]], now: datetime | None
 ) -> tuple[re.Match[str], str, str]:
@@ -95,11 +104,7 @@ def _authorization(
     match = _AUTH_RE.match(auth)
     if match is None:
         raise AwsError("IncompleteSignatureException", "Authorization header is not a SigV4 signature", 403)
-    secret = keys.get(match["akid"])
-    if secret is None:
-        raise AwsError(
-            "UnrecognizedClientException", "The security token included in the request is invalid.", 403
-        )
+    secret = _secret(keys, match["akid"])
     amz_date = (by_name.get("x-amz-date") or [""])[0]
     _check_date(amz_date, match["date"], now or datetime.now(UTC))
     return match, secret, amz_date
@@ -207,11 +212,7 @@ def verify_presigned(
         raise AwsError(
             "IncompleteSignatureException", "X-Amz-Credential is not a SigV4 credential scope", 403
         )
-    secret = keys.get(credential["akid"])
-    if secret is None:
-        raise AwsError(
-            "UnrecognizedClientException", "The security token included in the request is invalid.", 403
-        )
+    secret = _secret(keys, credential["akid"])
     amz_date = params["X-Amz-Date"]
     try:
         signed_at = datetime.strptime(amz_date, _AMZ_DATE).replace(tzinfo=UTC)

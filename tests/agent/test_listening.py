@@ -73,3 +73,13 @@ def test_played_must_be_a_number_of_ms(value: object) -> None:
     with pytest.raises(TurnError) as refused:
         parse_played({"type": "played", "played_ms": value})
     assert refused.value.code == "invalid_played"
+
+
+def test_the_pcm_sent_is_counted_from_the_base64_length_exactly() -> None:
+    clock = EventClock()
+    for size in (0, 1, 2, 3, 4800, 4801):
+        playback = Playback()
+        playback.sent(agent_start(clock, "bidi", "v", "pcm"))
+        playback.sent(audio_chunk(clock, 0, b"\x01" * size, 0))
+        playback.reported(1e6)  # far ahead: what was sent is the ceiling
+        assert playback.played_ms() == round(size * 1000 / PCM_BYTES_PER_S, 1)

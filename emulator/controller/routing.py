@@ -1,8 +1,11 @@
 """Pick the variant and the replica that serve one invocation or session.
 
 Variant: the `X-Amzn-SageMaker-Target-Variant` header when given, else a weighted random choice
-(InitialVariantWeight). Replica: the ready one with the fewest sessions in flight, ties broken
-round-robin, so consecutive and concurrent sessions spread across replicas.
+(InitialVariantWeight). Replica: as the variant's `RoutingConfig.RoutingStrategy` says, as SageMaker
+does: RANDOM (its default) any ready one; LEAST_OUTSTANDING_REQUESTS the ready one with the fewest
+invocations and sessions in flight, ties broken round-robin, so consecutive and concurrent sessions
+spread across replicas (a speech session holds its replica for its whole answer, so a random pick
+can put two listeners on one replica while another idles: deploy/ sets this one).
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import random
 from dataclasses import dataclass
 
 from emulator.controller.store import Endpoint, Replica, Store, VariantDeployment
+
+LEAST_OUTSTANDING_REQUESTS = "LEAST_OUTSTANDING_REQUESTS"
 
 
 class RoutingError(Exception):
@@ -79,8 +84,11 @@ class Router:
             raise RoutingError(
                 "no_replica", f"No healthy instance of variant {deployed.variant.name} on endpoint {name}."
             )
-        turn = next(self._turn)
-        replica = min(ready, key=lambda r: (r.sessions, (ready.index(r) - turn) % len(ready)))
+        if deployed.variant.routing == LEAST_OUTSTANDING_REQUESTS:
+            turn = next(self._turn)
+            replica = min(ready, key=lambda r: (r.sessions, (ready.index(r) - turn) % len(ready)))
+        else:
+            replica = self._random.choice(ready)
         return Route(ep, deployed, replica)
 
     def _weighted(self, candidates: list[VariantDeployment]) -> VariantDeployment | None:

@@ -47,6 +47,8 @@ class Variant:
     weight: float
     startup_timeout_s: float | None
     request: dict[str, Any]
+    routing: str = "RANDOM"
+    """`RoutingConfig.RoutingStrategy`: RANDOM (AWS's default) or LEAST_OUTSTANDING_REQUESTS."""
 
 
 @dataclass(frozen=True)

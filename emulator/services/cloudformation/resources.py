@@ -221,6 +221,7 @@ VARIANT_HONOURED = {
     "InitialInstanceCount",
     "InitialVariantWeight",
     "ContainerStartupHealthCheckTimeoutInSeconds",
+    "RoutingConfig",
 }
 
 

@@ -39,7 +39,15 @@ pytestmark = pytest.mark.integration  # real servers: the emulator, test contain
 def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     resources = [
         model("echo", "echo:latest"),
-        *endpoint("echo", [variant("A", "echo", count=2), variant("B", "echo", weight=0.0)]),
+        *endpoint(
+            "echo",
+            [
+                variant(
+                    "A", "echo", count=2, RoutingConfig={"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
+                ),
+                variant("B", "echo", weight=0.0),
+            ],
+        ),
         model("unlabelled", "plain-echo:1"),
         *endpoint("unlabelled", [variant("AllTraffic", "unlabelled")]),
         model("text-only", "text-only:latest"),

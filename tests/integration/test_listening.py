@@ -25,7 +25,7 @@ from emulator.config import EmulatorConfig
 from emulator.manifest import VOICE_MANIFEST
 from facts import STT_PCM_BYTES_PER_S, STT_SAMPLE_RATE
 from local_stack.stack import LocalStack, local_stack
-from tests.integration.test_web_page import AUDIBLE, browser_page, loudest, wait_until
+from tests.integration.test_web_page import AUDIBLE, HEARING_MS, browser_page, loudest, wait_until
 from tests.support.stt_container import FRAME_BYTES, silence
 from tools.asr import word_error_rate
 from tools.speech_samples import Recording, recordings
@@ -231,7 +231,9 @@ def test_the_page_hears_a_question_from_the_microphone_and_a_second_one_interrup
         assert word_error_rate(first.text, heard) <= HEARD_WER, heard
         wait_until(page, "document.body.dataset.state === 'speaking'", 60_000)
         assert page.text_content("#answer").strip(), "the answer's text is shown"
-        assert loudest(page) > AUDIBLE, "the answer is heard"
+        # Over a second, as the page's other tests listen: the first steps of an answer on a slow CPU can
+        # leave the first 400 ms quiet (CI under a 1.2-core quota: 0.0008 there).
+        assert loudest(page, HEARING_MS) > AUDIBLE, "the answer is heard"
         wait_until(page, "document.body.dataset.transcripts === '2'", 60_000)
         assert page.get_attribute("body", "data-heard").endswith(INTERRUPTED_MARK), "the answer was cut"
         heard_second = page.text_content("#transcript")

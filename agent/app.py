@@ -103,6 +103,7 @@ def parse_turn(payload: Any, config: AgentConfig) -> Turn:
         voice=voice,
         audio_format=audio_format,
         first_fragment_min_words=config.first_fragment_min_words,
+        first_fragment_max_words=config.first_fragment_max_words,
     )
 
 

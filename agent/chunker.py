@@ -33,12 +33,17 @@ Rules (the order in which they are checked):
     ``10 a.m. The`` ends, ``10 a.m. tomorrow`` and ``etc. 5`` do not.
 * End of input (``flush``) ends whatever is left, with or without final punctuation.
 
-Options (both off by default, so by default this is a plain sentence chunker):
+Options (all off by default, so by default this is a plain sentence chunker):
 
 * ``first_fragment_min_words=N``: the first chunk may also end at a clause boundary once it holds at
   least N words (a CJK character counts as a word): after ``, ; : –`` followed by whitespace (after
   optional closers; so not in ``1,000``, ``10:30``, ``10–20``), or right after ``— ， ； ： 、``.
   This cuts the time to the first audio.
+* ``first_fragment_max_words=N``: the first chunk also ends at the first whitespace after its N-th
+  word (a CJK character counts as a word, but only whitespace cuts), whether or not a sentence or a
+  clause ended: a first sentence of 30 words without a comma would otherwise hold the first audio back
+  for as long as the model takes to write it (1.7 s at the local model's 20 words/s), and N words of
+  speech (about N / 2.7 s) cover the time the model takes to write the rest.
 * ``max_chunk_chars=M``: a chunk that would be longer than M characters is cut inside its first M + 1
   characters at the last clause boundary, else at the last whitespace, else after exactly M
   characters. The only chunk that can exceed M is the one ``flush`` returns when the text ends in
@@ -102,15 +107,21 @@ class IncrementalSentenceChunker:
     """
 
     def __init__(
-        self, *, first_fragment_min_words: int | None = None, max_chunk_chars: int | None = None
+        self,
+        *,
+        first_fragment_min_words: int | None = None,
+        first_fragment_max_words: int | None = None,
+        max_chunk_chars: int | None = None,
     ) -> None:
         for name, value in (
             ("first_fragment_min_words", first_fragment_min_words),
+            ("first_fragment_max_words", first_fragment_max_words),
             ("max_chunk_chars", max_chunk_chars),
         ):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
         self._min_words = first_fragment_min_words
+        self._max_words = first_fragment_max_words
         self._max_chars = max_chunk_chars
         self._reset()
 
@@ -119,6 +130,8 @@ class IncrementalSentenceChunker:
         self._resume = 0
         self._first = True
         self._after_newline = True
+        self._first_words = 0
+        self._first_counted = 0
 
     def feed(self, fragment: str) -> list[str]:
         """Add streamed text; return the chunks it completed (stripped, in order)."""
@@ -154,6 +167,8 @@ class IncrementalSentenceChunker:
                 verdict = self._terminator(start, pos, limit, line_start)
             elif self._first and self._min_words is not None and char in CLAUSE_MARKS:
                 verdict = self._clause(start, pos, limit)
+            elif self._first and self._max_words is not None and char.isspace() and self._words_to(pos):
+                return self._emit(start, pos)
             else:
                 pos += 1
                 continue
@@ -170,6 +185,15 @@ class IncrementalSentenceChunker:
                     pos = after
         self._resume = pos
         return None
+
+    def _words_to(self, pos: int) -> bool:
+        """Whether the first chunk holds first_fragment_max_words words before the whitespace at pos.
+        Counted from the last whitespace counted (no word straddles it), so each character once."""
+        assert self._max_words is not None
+        if pos > self._first_counted:
+            self._first_words += _count_words(self._buffer[self._first_counted : pos])
+            self._first_counted = pos
+        return self._first_words >= self._max_words
 
     def _emit(self, start: int, end: int) -> str:
         chunk = self._buffer[start:end].strip()
@@ -265,11 +289,17 @@ class IncrementalSentenceChunker:
 
 
 def split_sentences(
-    text: str, *, first_fragment_min_words: int | None = None, max_chunk_chars: int | None = None
+    text: str,
+    *,
+    first_fragment_min_words: int | None = None,
+    first_fragment_max_words: int | None = None,
+    max_chunk_chars: int | None = None,
 ) -> list[str]:
     """Chunk a whole string with the same machine (and therefore the same result) as a stream."""
     chunker = IncrementalSentenceChunker(
-        first_fragment_min_words=first_fragment_min_words, max_chunk_chars=max_chunk_chars
+        first_fragment_min_words=first_fragment_min_words,
+        first_fragment_max_words=first_fragment_max_words,
+        max_chunk_chars=max_chunk_chars,
     )
     chunks = chunker.feed(text)
     if (rest := chunker.flush()) is not None:

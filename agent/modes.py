@@ -69,6 +69,7 @@ class Turn:
     voice: str = DEFAULT_VOICE
     audio_format: str = "pcm"
     first_fragment_min_words: int | None = None
+    first_fragment_max_words: int | None = None
 
     @property
     def pcm(self) -> bool:
@@ -239,7 +240,9 @@ class _Sentences:
 
     def __init__(self, turn: Turn) -> None:
         self._chunker = IncrementalSentenceChunker(
-            first_fragment_min_words=turn.first_fragment_min_words, max_chunk_chars=MAX_CHUNK_CHARS
+            first_fragment_min_words=turn.first_fragment_min_words,
+            first_fragment_max_words=turn.first_fragment_max_words,
+            max_chunk_chars=MAX_CHUNK_CHARS,
         )
         self._blocks = MarkdownBlocks()
 

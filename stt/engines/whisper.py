@@ -25,21 +25,28 @@ class Transcript:
     words: list[Word]
 
 
-def _device(requested: str) -> str:
-    if requested != "auto":
-        return requested
-    import ctranslate2
-
-    return "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
+def choose_device(requested: str, cuda_devices: int) -> str:
+    """`STT_DEVICE` against the CUDA devices CTranslate2 sees: `cpu`; `auto`, cuda when it sees one; `cuda`,
+    which must have one. Without a device CTranslate2's own error is "CUDA driver version is insufficient
+    for CUDA runtime version", which names neither the setting nor the fix, so this one does."""
+    if requested == "cpu" or (requested == "auto" and cuda_devices == 0):
+        return "cpu"
+    if cuda_devices == 0:
+        raise RuntimeError(
+            "STT_DEVICE=cuda, but CTranslate2 sees no CUDA device (no GPU, or a container started without "
+            "one: docker run --gpus all); STT_DEVICE=cpu or auto runs Whisper on the CPU"
+        )
+    return "cuda"
 
 
 class Transcriber:
     def __init__(self, config: STTConfig) -> None:
+        import ctranslate2
         from faster_whisper import WhisperModel
 
         started = time.perf_counter()
         self.model_dir: Path = config.model_dir or whisper_base(config.cache_dir)
-        self.device = _device(config.device)
+        self.device = choose_device(config.device, ctranslate2.get_cuda_device_count())
         compute_type = config.compute_type if self.device == "cpu" else "float16"
         self._model = WhisperModel(
             str(self.model_dir),

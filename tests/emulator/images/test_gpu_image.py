@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from deploy.config import REPO_ROOT, SPEECH_MODELS
-from deploy.gpu import TORCH_CUDA_LABEL, TORCH_VERSION_LABEL, torch_build
+from deploy.gpu import cuda_build, cuda_label, version_label
 from emulator.config import ImageSpec
 from emulator.controller.runtimes.docker import OWNER_HOME
 from emulator.images.build import ensure_images
@@ -102,10 +102,10 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_inside_the_image_torch_has_its_cuda_build_and_finds_no_device_not_no_library(
     gpu_image: str, model_dir: Path
 ):
-    locked = torch_build(REPO_ROOT / SPEECH_MODELS["kokoro-82m"].requirements)
+    locked = cuda_build(REPO_ROOT / SPEECH_MODELS["kokoro-82m"].requirements, "torch")
     client = docker_client()
     labels = client.images.get(gpu_image).labels
-    assert (labels[TORCH_VERSION_LABEL], labels[TORCH_CUDA_LABEL]) == (locked.version, locked.cuda_text)
+    assert (labels[version_label("torch")], labels[cuda_label("torch")]) == (locked.version, locked.cuda_text)
     output = client.containers.run(
         gpu_image,
         entrypoint=["python", "-c", PROBE],

@@ -12,8 +12,7 @@ import pytest
 from stt.config import STTConfig
 from stt.engines.whisper import Transcriber, choose_device
 from stt.serving.model_host import ModelHost
-
-NO_GPU = "STT_DEVICE=cuda, but CTranslate2 sees no CUDA device"
+from tests.support.stt_container import NO_GPU
 
 
 def test_auto_takes_the_gpu_ctranslate2_sees_and_cuda_requires_one():

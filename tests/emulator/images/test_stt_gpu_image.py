@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -23,10 +22,9 @@ import pytest
 from deploy.config import LISTENING_IMAGE, REPO_ROOT
 from deploy.gpu import cuda_build, cuda_label, version_label
 from emulator.config import ImageSpec
-from emulator.images.build import ensure_images
 from emulator.server import Emulator, emulator_in_thread
 from tests.emulator.support import endpoint, fast_config, manifest, model, replicas, variant
-from tests.support.docker import docker_client, require_docker
+from tests.support.docker import built_from, docker_client
 from tests.support.stt_container import NO_GPU, silence, through_endpoint
 from tools.asr import word_error_rate
 from tools.speech_samples import recordings
@@ -63,14 +61,7 @@ print(json.dumps({
 
 @pytest.fixture(scope="module")
 def stt_gpu_image() -> str:
-    require_docker()
-    started = time.monotonic()
-    ensure_images([STT_GPU_IMAGE], SPEC, progress=lambda line: print(line, file=sys.stderr, flush=True))
-    size = docker_client().images.get(STT_GPU_IMAGE).attrs["Size"]
-    print(
-        f"{STT_GPU_IMAGE}: ready in {time.monotonic() - started:.0f} s, {size / 1e9:.1f} GB", file=sys.stderr
-    )
-    return STT_GPU_IMAGE
+    return built_from(STT_GPU_IMAGE, SPEC)
 
 
 def test_inside_the_image_ctranslate2_finds_cublas_and_cuda_refuses_to_start_without_a_gpu(

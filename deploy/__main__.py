@@ -1,5 +1,6 @@
-"""`python -m deploy aws|synth|destroy|status|plan`: the whole system at once (speech endpoint, then
-agent); `plan --users N`: the instances and the hourly cost for N concurrent listeners, from the
+"""`python -m deploy aws|synth|destroy|status|plan`: the whole system at once (speech endpoint, with
+`--listen` the speech-to-text endpoint, then agent; destroy takes down whichever of them exist);
+`plan --users N`: the instances and the hourly cost for N concurrent listeners, from the
 measured capacity of a replica (deploy/capacity.py)."""
 
 from __future__ import annotations
@@ -20,18 +21,26 @@ def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="python -m deploy", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
     aws = commands.add_parser(
-        "aws", help="check prerequisites, deploy the speech stacks then the agent stacks"
+        "aws",
+        help="check prerequisites, deploy the speech stacks (with --listen the speech-to-text stacks) "
+        "then the agent stacks",
     )
     synth = commands.add_parser("synth", help="synthesize every stack offline into cdk.out")
-    destroy = commands.add_parser("destroy", help="delete the agent stacks, then the speech stacks")
-    status = commands.add_parser("status", help="the endpoint and the runtime: ready, or why not")
+    destroy = commands.add_parser(
+        "destroy", help="delete the agent stacks, then the speech-to-text and speech stacks"
+    )
+    status = commands.add_parser("status", help="the endpoints and the runtime: ready, or why not")
     for command in (aws, synth):
         flags.add_speech(command, image_flag="--tts-image-uri")
+        flags.add_inference_ami(command)
+        flags.add_listen(command)
+        flags.add_listening(command)
         flags.add_agent(command, image_flag="--agent-image-uri")
         flags.add_source(command)
     flags.add_wait(aws)
     flags.add_wait(destroy)
     status.add_argument("--tts-endpoint", help="SageMaker endpoint name (default kokoro-82m)")
+    flags.add_listen(status)
     planned = commands.add_parser(
         "plan", help="instances and cost per hour for N concurrent listeners, from the measured capacity"
     )
@@ -56,7 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = flags.config_from(args)
         if args.command == "plan":
             return print_plan(args, config)
-        parts = all_parts(config)
+        # Destroy takes the speech-to-text stacks down whether or not `--listen` is given: an instance
+        # left running bills by the hour; stacks that do not exist are skipped.
+        parts = all_parts(config, listening=config.listen or args.command == "destroy")
         if args.command == "synth":
             # Read before synthesis, so that an image and AMI that cannot run together fail at once.
             summary = [line for part in parts for line in part.summary()]

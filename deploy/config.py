@@ -19,22 +19,72 @@ from deploy.capacity import capacity_file, measured_capacity
 from deploy.errors import ConfigError
 from deploy.gpu import ami_named, is_gpu_instance
 from deploy.images import parse_ecr_uri
-from facts import TTS_ENDPOINT
+from facts import STT_ENDPOINT, TTS_ENDPOINT
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
 class SpeechImage:
-    """A speech model's GPU image: its Dockerfile (repository-root context) and the locked requirements
-    (uv.lock exported with hashes) that the Dockerfile installs, which say its torch and CUDA build."""
+    """A speech model's GPU image: its Dockerfile (repository-root context), the locked requirements
+    (uv.lock exported with hashes) that the Dockerfile installs, and the library it computes with on
+    the GPU, whose CUDA build those requirements say (deploy/gpu.py)."""
 
     dockerfile: str
     requirements: str
+    library: str
 
 
-# The speech models this package can deploy.
-SPEECH_MODELS = {TTS_ENDPOINT: SpeechImage("tts/Dockerfile.gpu", "tts/requirements/gpu.txt")}
+# The speech models this package can deploy: Kokoro speaks (the speech part), Whisper listens (the
+# listening part, deploy/parts/listening.py).
+SPEECH_MODELS = {TTS_ENDPOINT: SpeechImage("tts/Dockerfile.gpu", "tts/requirements/gpu.txt", "torch")}
+LISTENING_IMAGE = SpeechImage("stt/Dockerfile.gpu", "stt/requirements/gpu.txt", "ctranslate2")
+
+
+@dataclass(frozen=True)
+class EndpointSettings:
+    """One SageMaker endpoint as the deploy is asked for it: its name, its image (built from `image`'s
+    Dockerfile unless `image_uri` names one in ECR), its instances and its autoscaling target."""
+
+    name: str
+    image: SpeechImage
+    image_uri: str | None
+    instance_type: str
+    instance_count: int
+    max_instance_count: int
+    target_concurrency: float | None
+    """Sessions per instance that autoscaling aims for."""
+
+    @property
+    def autoscaling(self) -> bool:
+        return self.max_instance_count > self.instance_count
+
+    def check(self, flags: str) -> None:
+        """A `ConfigError` naming the flag (`flags`: its flags' prefix, `--` or `--stt-`)."""
+        if not _INSTANCE_TYPE.fullmatch(self.instance_type):
+            raise ConfigError(
+                f"{flags}instance-type: the instance type must look like ml.g5.xlarge, "
+                f"got {self.instance_type!r}"
+            )
+        if self.instance_count < 1:
+            raise ConfigError(
+                f"{flags}instance-count: the instance count must be at least 1, got {self.instance_count}"
+            )
+        if self.max_instance_count < self.instance_count:
+            raise ConfigError(
+                f"{flags}max-instance-count ({self.max_instance_count}) is below the instance count "
+                f"({self.instance_count}); set it equal to disable autoscaling"
+            )
+        if self.target_concurrency is not None and not self.target_concurrency > 0:
+            raise ConfigError(
+                f"{flags}target-concurrency: the target must be positive, got {self.target_concurrency}"
+            )
+        if not _ENDPOINT_NAME.fullmatch(self.name):
+            raise ConfigError(f"{self.name!r} is not a valid SageMaker endpoint name")
+        if self.image_uri:
+            parse_ecr_uri(self.image_uri)
+
+
 AGENT_DOCKERFILE = "agent/Dockerfile"
 # Where the endpoint's weights come from (deploy/model_dir.py); a directory is given as `model_dir`.
 MODEL_SOURCES = ("auto", "hub", "offline")
@@ -61,6 +111,15 @@ def _env_number(name: str, default: float, kind: type = int) -> float:
 def _env_path(name: str) -> Path | None:
     raw = os.environ.get(name)
     return Path(raw).expanduser() if raw else None
+
+
+def _env_flag(name: str) -> bool | None:
+    raw = os.environ.get(name, "").strip().lower()
+    if raw == "":
+        return None
+    if raw not in {"1", "true", "yes", "0", "false", "no"}:
+        raise ConfigError(f"{name} must be 1/true/yes or 0/false/no, got {raw!r}")
+    return raw in {"1", "true", "yes"}
 
 
 def measured_sessions() -> float:
@@ -104,6 +163,17 @@ class DeployConfig:
     """The p90 time to first audio over which the first-audio alarm fires (the product's promise to a
     listener, not a speed of this machine)."""
     over_capacity_alarm_minutes: int = 5
+    listen: bool = False
+    """Deploy the speech-to-text endpoint too (the listening part), and give the agent its name and the
+    right to stream to it; off by default: it is a second GPU instance (deploy/README.md, "Listening")."""
+    stt_endpoint: str = STT_ENDPOINT
+    stt_instance_type: str = "ml.g5.xlarge"
+    stt_instance_count: int = 1
+    stt_max_instance_count: int = 1
+    stt_target_concurrency: float | None = None
+    """Open streams (conversations) per instance that the stt endpoint's autoscaling aims for. No default:
+    no GPU figure is measured for the stt container yet, so autoscaling it needs one given."""
+    stt_image_uri: str | None = None
 
     def __post_init__(self) -> None:
         if self.model not in SPEECH_MODELS:
@@ -114,34 +184,29 @@ class DeployConfig:
             raise ConfigError(
                 f"model source must be {', '.join(MODEL_SOURCES)} or a directory, got {self.model_source!r}"
             )
-        if not _INSTANCE_TYPE.fullmatch(self.instance_type):
-            raise ConfigError(f"instance type must look like ml.g5.xlarge, got {self.instance_type!r}")
+        self.speech_endpoint.check("--")
+        self.listening_endpoint.check("--stt-")
+        if self.listening_endpoint.autoscaling and self.stt_target_concurrency is None:
+            raise ConfigError(
+                "--stt-max-instance-count above --stt-instance-count autoscales the stt endpoint on open "
+                "streams per instance: give --stt-target-concurrency (no GPU figure is measured for it yet)"
+            )
         if self.inference_ami is not None:
             ami_named(self.inference_ami)
             if not is_gpu_instance(self.instance_type):
                 raise ConfigError(
                     f"--inference-ami {self.inference_ami} is a GPU AMI; {self.instance_type} has no GPU"
                 )
-        if self.instance_count < 1:
-            raise ConfigError(f"instance count must be at least 1, got {self.instance_count}")
-        if self.max_instance_count < self.instance_count:
-            raise ConfigError(
-                f"max instance count ({self.max_instance_count}) is below the instance count "
-                f"({self.instance_count}); set it equal to disable autoscaling"
-            )
-        if not self.target_concurrency > 0:
-            raise ConfigError(f"target concurrency must be positive, got {self.target_concurrency}")
-        if not _ENDPOINT_NAME.fullmatch(self.endpoint_name):
-            raise ConfigError(f"{self.endpoint_name!r} is not a valid SageMaker endpoint name")
+        if self.stt_endpoint == self.endpoint_name:
+            raise ConfigError(f"the tts and stt endpoints are both named {self.endpoint_name!r}")
         if not _RUNTIME_NAME.fullmatch(self.runtime_name):
             raise ConfigError(
                 f"runtime name {self.runtime_name!r} must start with a letter and hold only letters, "
                 "digits and underscores (at most 48)"
             )
         validate_model_id(self.bedrock_model_id)
-        for uri in (self.tts_image_uri, self.agent_image_uri):
-            if uri:
-                parse_ecr_uri(uri)
+        if self.agent_image_uri:
+            parse_ecr_uri(self.agent_image_uri)
         if not self.cdk_command:
             raise ConfigError("the cdk command is empty")
         if self.alarm_email is not None and not _EMAIL.fullmatch(self.alarm_email):
@@ -159,16 +224,30 @@ class DeployConfig:
         return self.tts_endpoint or self.model
 
     @property
-    def tts_dockerfile(self) -> str:
-        return SPEECH_MODELS[self.model].dockerfile
+    def speech_endpoint(self) -> EndpointSettings:
+        """The Kokoro endpoint (the speech part)."""
+        return EndpointSettings(
+            self.endpoint_name,
+            SPEECH_MODELS[self.model],
+            self.tts_image_uri,
+            self.instance_type,
+            self.instance_count,
+            self.max_instance_count,
+            self.target_concurrency,
+        )
 
     @property
-    def tts_requirements(self) -> Path:
-        return self.source_dir / SPEECH_MODELS[self.model].requirements
-
-    @property
-    def autoscaling(self) -> bool:
-        return self.max_instance_count > self.instance_count
+    def listening_endpoint(self) -> EndpointSettings:
+        """The speech-to-text endpoint (the listening part)."""
+        return EndpointSettings(
+            self.stt_endpoint,
+            LISTENING_IMAGE,
+            self.stt_image_uri,
+            self.stt_instance_type,
+            self.stt_instance_count,
+            self.stt_max_instance_count,
+            self.stt_target_concurrency,
+        )
 
     @property
     def wait_attempts(self) -> int:
@@ -208,13 +287,24 @@ class DeployConfig:
             "over_capacity_alarm_minutes": int(
                 _env_number("DEPLOY_OVER_CAPACITY_ALARM_MINUTES", cls.over_capacity_alarm_minutes)
             ),
+            "listen": bool(_env_flag("DEPLOY_LISTEN")),
+            "stt_endpoint": env.get("DEPLOY_STT_ENDPOINT") or cls.stt_endpoint,
+            "stt_instance_type": env.get("DEPLOY_STT_INSTANCE_TYPE") or cls.stt_instance_type,
+            "stt_instance_count": int(_env_number("DEPLOY_STT_INSTANCE_COUNT", cls.stt_instance_count)),
+            "stt_image_uri": env.get("DEPLOY_STT_IMAGE_URI") or None,
         }
         if env.get("DEPLOY_TARGET_CONCURRENCY"):
             values["target_concurrency"] = _env_number("DEPLOY_TARGET_CONCURRENCY", 0.0, float)
+        if env.get("DEPLOY_STT_TARGET_CONCURRENCY"):
+            values["stt_target_concurrency"] = _env_number("DEPLOY_STT_TARGET_CONCURRENCY", 0.0, float)
         values.update({key: value for key, value in overrides.items() if value is not None})
         if values["outdir"] is None:
             values["outdir"] = Path(values["source_dir"]) / "cdk.out"  # type: ignore[arg-type]
-        # Without an explicit maximum the endpoint keeps a fixed size (no autoscaling).
-        default_max = values["instance_count"]
-        values.setdefault("max_instance_count", int(_env_number("DEPLOY_MAX_INSTANCE_COUNT", default_max)))
+        # Without an explicit maximum an endpoint keeps a fixed size (no autoscaling).
+        for prefix, variable in (
+            ("", "DEPLOY_MAX_INSTANCE_COUNT"),
+            ("stt_", "DEPLOY_STT_MAX_INSTANCE_COUNT"),
+        ):
+            default_max = values[f"{prefix}instance_count"]
+            values.setdefault(f"{prefix}max_instance_count", int(_env_number(variable, default_max)))
         return cls(**values)  # type: ignore[arg-type]

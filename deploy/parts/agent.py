@@ -1,5 +1,5 @@
 """The agent part: the voice agent on AgentCore Runtime (runtime role, runtime), speaking through the
-speech endpoint."""
+speech endpoint and, with `--listen`, listening through the speech-to-text endpoint."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from deploy.part import Identity, Part
 from deploy.status import NOT_DEPLOYED, Status, endpoint_status, runtime_status
 from deploy.teardown import image_lines
 from deploy.waiters import wait_runtime_ready
+from facts import STT_ENDPOINT
 
 if TYPE_CHECKING:
     from deploy.stacks import cdk
@@ -42,18 +43,24 @@ class AgentPart(Part):
         return not self.config.agent_image_uri
 
     def check(self, aws: Aws, identity: Identity, parts: Sequence[Part], problems: list[Problem]) -> None:
-        """Deployed without the speech part, the agent needs the endpoint it speaks through to exist."""
-        if any(part.kind == "speech" for part in parts):
-            return
-        status = endpoint_status(aws.client("sagemaker"), self.config.endpoint_name)
-        if status.state == NOT_DEPLOYED:
-            problems.append(
-                Problem(
-                    "speech endpoint",
-                    f"the agent speaks through {self.config.endpoint_name!r}, which does not exist",
-                    f"speech-infra deploy {self.config.model} first, or pass --tts-endpoint",
+        """Deployed without the speech part (and, with `--listen`, the listening part), the agent needs
+        the endpoints it speaks and listens through to exist."""
+        config = self.config
+        needed = [("speech", "speaks", config.endpoint_name, config.model, "--tts-endpoint")]
+        if config.listen:
+            needed.append(("listening", "listens", config.stt_endpoint, STT_ENDPOINT, "--stt-endpoint"))
+        deployed = {part.kind for part in parts}
+        for kind, does, endpoint, model, flag in needed:
+            if kind in deployed:
+                continue
+            if endpoint_status(aws.client("sagemaker"), endpoint).state == NOT_DEPLOYED:
+                problems.append(
+                    Problem(
+                        f"{kind} endpoint",
+                        f"the agent {does} through {endpoint!r}, which does not exist",
+                        f"speech-infra deploy {model} first, or pass {flag}",
+                    )
                 )
-            )
 
     def wait(self, aws: Aws) -> Status:
         return wait_runtime_ready(

@@ -16,12 +16,15 @@ from deploy.naming import RUNTIME_ENDPOINT_NAME
 
 
 def runtime_environment(config: DeployConfig) -> dict[str, str]:
-    """The variables the agent reads (agent/config.py); without a chosen voice the agent keeps its own."""
+    """The variables the agent reads (agent/config.py); without a chosen voice the agent keeps its own,
+    and the speech-to-text endpoint is named only when the listening part is deployed (`--listen`)."""
     env = {
         "AGENT_TTS_ENDPOINT": config.endpoint_name,
         "AGENT_BEDROCK_MODEL_ID": config.bedrock_model_id,
         "AWS_REGION": Aws.REGION,
     }
+    if config.listen:
+        env["AGENT_STT_ENDPOINT"] = config.stt_endpoint
     if config.tts_voice:
         env["AGENT_TTS_VOICE"] = config.tts_voice
     return env

@@ -1,9 +1,11 @@
-"""Base stacks: the two IAM roles, each allowed exactly what its service does at run time.
+"""Base stacks: the IAM roles, each allowed exactly what its service does at run time.
 
-- The SageMaker model role: pull the tts image, read the model prefix of the cache bucket, write the
-  endpoint's own log group and its instance metrics.
-- The AgentCore runtime role: pull the agent image, call the one speech endpoint (bidirectional stream
-  only) and the one Bedrock model (its profile and foundation-model ARNs), write its own logs.
+- A SageMaker model role per endpoint (Kokoro's, Whisper's): pull its image, read its model prefix of
+  the cache bucket when it has one (Whisper's weights are in its image), write the endpoint's own log
+  group and its instance metrics.
+- The AgentCore runtime role: pull the agent image, call the speech endpoint and, with the listening
+  part, the speech-to-text endpoint (bidirectional stream only, each by its ARN), and the one Bedrock
+  model (its profile and foundation-model ARNs), write its own logs.
 
 Every statement names its resources. The only `*` resources are actions IAM cannot scope:
 `ecr:GetAuthorizationToken`, `cloudwatch:PutMetricData` (limited by namespace instead) and
@@ -14,18 +16,21 @@ neither runtime role can do it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import ArnFormat, Aws, CfnOutput, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from deploy.bedrock import model_resource_arns
-from deploy.config import DeployConfig
+from deploy.config import DeployConfig, EndpointSettings
 from deploy.images import parse_ecr_uri
-from deploy.naming import assets_repository, model_prefix
+from deploy.naming import assets_repository
 
 ECR_PULL_ACTIONS = ["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"]
-# The agent speaks through the bidirectional stream only (agent/tts_session.py).
+# The agent speaks and listens through the bidirectional stream only (agent/endpoint_stream.py, under
+# agent/tts_session.py and agent/stt_session.py).
 ENDPOINT_INVOKE_ACTIONS = ["sagemaker:InvokeEndpointWithBidirectionalStream"]
 BEDROCK_INVOKE_ACTIONS = ["bedrock:InvokeModelWithResponseStream", "bedrock:InvokeModel"]
 
@@ -53,16 +58,42 @@ def _log_group_arn(stack: Stack, name: str) -> str:
     )
 
 
-class SpeechBaseStack(Stack):
-    """The SageMaker execution role of the speech model."""
+def _endpoint_arn(stack: Stack, name: str) -> str:
+    # SageMaker writes endpoint ARNs in lower case.
+    return stack.format_arn(service="sagemaker", resource="endpoint", resource_name=name.lower())
 
-    def __init__(self, scope: Construct, stack_id: str, *, config: DeployConfig, bucket: s3.IBucket):
-        super().__init__(scope, stack_id, description=f"{config.model}: SageMaker model execution role")
-        prefix = model_prefix(config.model)
-        log_group = f"/aws/sagemaker/Endpoints/{config.endpoint_name}"
-        document = iam.PolicyDocument(
-            statements=[
-                *_pull_statements(image_repository_arn(self, config.tts_image_uri)),
+
+@dataclass(frozen=True)
+class ModelData:
+    """Where a model's data is read from: the cache bucket and the key prefix (ends in `/`, as S3Prefix
+    requires)."""
+
+    bucket: s3.IBucket
+    prefix: str
+
+    @property
+    def uri(self) -> str:
+        return f"s3://{self.bucket.bucket_name}/{self.prefix}"
+
+
+class ModelRoleStack(Stack):
+    """The SageMaker execution role of one endpoint's model (`model_data`: the prefix it reads, if any)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        stack_id: str,
+        *,
+        model: str,
+        settings: EndpointSettings,
+        model_data: ModelData | None = None,
+    ):
+        super().__init__(scope, stack_id, description=f"{model}: SageMaker model execution role")
+        log_group = f"/aws/sagemaker/Endpoints/{settings.name}"
+        read_model = []
+        if model_data is not None:
+            bucket, prefix = model_data.bucket, model_data.prefix
+            read_model = [
                 iam.PolicyStatement(
                     sid="ListModelPrefix",
                     actions=["s3:ListBucket"],
@@ -74,6 +105,11 @@ class SpeechBaseStack(Stack):
                     actions=["s3:GetObject"],
                     resources=[bucket.arn_for_objects(f"{prefix}*")],
                 ),
+            ]
+        document = iam.PolicyDocument(
+            statements=[
+                *_pull_statements(image_repository_arn(self, settings.image_uri)),
+                *read_model,
                 iam.PolicyStatement(
                     sid="EndpointLogs",
                     actions=[
@@ -96,7 +132,7 @@ class SpeechBaseStack(Stack):
             self,
             "ModelRole",
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-            description=f"SageMaker runs the {config.model} container with this role",
+            description=f"SageMaker runs the {model} container with this role",
             inline_policies={"SpeechModel": document},
         )
         CfnOutput(self, "ModelRoleArn", value=self.model_role.role_arn)
@@ -108,9 +144,15 @@ class AgentBaseStack(Stack):
     def __init__(self, scope: Construct, stack_id: str, *, config: DeployConfig):
         super().__init__(scope, stack_id, description="Voice agent: AgentCore runtime execution role")
         runtime_logs = f"/aws/bedrock-agentcore/runtimes/{config.runtime_name}-*"
-        endpoint_arn = self.format_arn(
-            service="sagemaker", resource="endpoint", resource_name=config.endpoint_name.lower()
-        )
+        listen = []
+        if config.listen:
+            listen = [
+                iam.PolicyStatement(
+                    sid="InvokeListeningEndpoint",
+                    actions=ENDPOINT_INVOKE_ACTIONS,
+                    resources=[_endpoint_arn(self, config.stt_endpoint)],
+                )
+            ]
         model_arns = model_resource_arns(
             config.bedrock_model_id, partition=Aws.PARTITION, region=Aws.REGION, account=Aws.ACCOUNT_ID
         )
@@ -121,8 +163,11 @@ class AgentBaseStack(Stack):
             statements=[
                 *_pull_statements(image_repository_arn(self, config.agent_image_uri)),
                 iam.PolicyStatement(
-                    sid="InvokeSpeechEndpoint", actions=ENDPOINT_INVOKE_ACTIONS, resources=[endpoint_arn]
+                    sid="InvokeSpeechEndpoint",
+                    actions=ENDPOINT_INVOKE_ACTIONS,
+                    resources=[_endpoint_arn(self, config.endpoint_name)],
                 ),
+                *listen,
                 iam.PolicyStatement(
                     sid="InvokeBedrockModel", actions=BEDROCK_INVOKE_ACTIONS, resources=model_arns
                 ),

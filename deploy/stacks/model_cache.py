@@ -16,6 +16,7 @@ from constructs import Construct
 
 from deploy.config import DeployConfig
 from deploy.naming import model_prefix
+from deploy.stacks.base import ModelData
 
 
 class ModelCacheStack(Stack):
@@ -43,6 +44,6 @@ class ModelCacheStack(Stack):
             ephemeral_storage_size=Size.gibibytes(4),
             retain_on_delete=True,
         )
-        self.model_data_uri = f"s3://{self.bucket.bucket_name}/{prefix}"
+        self.model_data = ModelData(self.bucket, prefix)
         CfnOutput(self, "BucketName", value=self.bucket.bucket_name)
-        CfnOutput(self, "ModelDataUri", value=self.model_data_uri)
+        CfnOutput(self, "ModelDataUri", value=self.model_data.uri)

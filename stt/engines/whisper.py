@@ -45,12 +45,18 @@ def fitted_frames(features: np.ndarray) -> int:
     return min(features.shape[-1], steps * ENCODER_STEP_FRAMES)
 
 
-def _device(requested: str) -> str:
-    if requested != "auto":
-        return requested
-    import ctranslate2
-
-    return "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
+def choose_device(requested: str, cuda_devices: int) -> str:
+    """`STT_DEVICE` against the CUDA devices CTranslate2 sees: `cpu`; `auto`, cuda when it sees one; `cuda`,
+    which must have one. Without a device CTranslate2's own error is "CUDA driver version is insufficient
+    for CUDA runtime version", which names neither the setting nor the fix, so this one does."""
+    if requested == "cpu" or (requested == "auto" and cuda_devices == 0):
+        return "cpu"
+    if cuda_devices == 0:
+        raise RuntimeError(
+            "STT_DEVICE=cuda, but CTranslate2 sees no CUDA device (no GPU, or a container started without "
+            "one: docker run --gpus all); STT_DEVICE=cpu or auto runs Whisper on the CPU"
+        )
+    return "cuda"
 
 
 def _fitted_whisper_class() -> type:
@@ -65,9 +71,11 @@ def _fitted_whisper_class() -> type:
 
 class Transcriber:
     def __init__(self, config: STTConfig) -> None:
+        import ctranslate2
+
         started = time.perf_counter()
         self.model_dir: Path = config.model_dir or whisper_base(config.cache_dir)
-        self.device = _device(config.device)
+        self.device = choose_device(config.device, ctranslate2.get_cuda_device_count())
         compute_type = config.compute_type if self.device == "cpu" else "float16"
         self._model = _fitted_whisper_class()(
             str(self.model_dir),

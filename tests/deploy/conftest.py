@@ -78,7 +78,7 @@ def runtime_reads_until_ready(moto_url: str) -> Iterator[Callable[[int], None]]:
 
 
 def create_endpoint(aws: Aws, name: str) -> None:
-    """What CloudFormation does for the Endpoint stack (moto rejects ml.g5.xlarge, so ml.g4dn.xlarge)."""
+    """What CloudFormation does for an Endpoint stack (moto rejects ml.g5.xlarge, so ml.g4dn.xlarge)."""
     sagemaker = aws.client("sagemaker")
     sagemaker.create_model(
         ModelName=f"{name}-model",
@@ -132,6 +132,7 @@ def image_uris_config(tmp_path: Path, **overrides: object) -> DeployConfig:
     values: dict[str, object] = {
         "region": REGION,
         "tts_image_uri": f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/kokoro-tts:gpu",
+        "stt_image_uri": f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/whisper-stt:gpu",
         "agent_image_uri": f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/voice-agent:arm64",
         "cdk_command": (sys.executable,),
         "outdir": tmp_path / "cdk.out",
@@ -140,3 +141,13 @@ def image_uris_config(tmp_path: Path, **overrides: object) -> DeployConfig:
     }
     values.update(overrides)
     return DeployConfig(**values)  # type: ignore[arg-type]
+
+
+def kokoro_stand_in(directory: Path) -> Path:
+    """A model directory in hexgrad's layout, as `python -m tts export-model DIR --format torch` writes it
+    (tiny stand-ins: synthesis only stages the files)."""
+    (directory / "voices").mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text("{}")
+    (directory / "kokoro-v1_0.pth").write_bytes(b"pth")
+    (directory / "voices" / "jm_kumo.pt").write_bytes(b"pt")
+    return directory

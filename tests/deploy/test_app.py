@@ -6,25 +6,21 @@ One synthesis through `python -m deploy synth` serves the whole module (plus one
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("aws_cdk", reason="aws-cdk-lib is the `cdk` extra: pip install -e '.[cdk]'")
 
-from aws_cdk.assertions import Match, Template
+from aws_cdk.assertions import Match
 
-from deploy.__main__ import main as deploy_main
 from deploy.app import build_app
 from deploy.images import BIDI_LABEL
 from deploy.model_dir import ModelSource
 from deploy.parts import all_parts
 from deploy.stacks.base import BEDROCK_INVOKE_ACTIONS, ENDPOINT_INVOKE_ACTIONS
-from tests.deploy.conftest import image_uris_config
+from tests.deploy.assembly import Assembly, render, statements, synthesize
+from tests.deploy.conftest import image_uris_config, kokoro_stand_in
 
 pytestmark = pytest.mark.cdk
 
@@ -39,92 +35,17 @@ MODEL_ID = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 UNSCOPABLE = {"ecr:GetAuthorizationToken", "cloudwatch:PutMetricData"}
 
 
-class Assembly:
-    """The synthesized cloud assembly on disk, as `cdk deploy --app` reads it."""
-
-    def __init__(self, directory: Path, output: str = ""):
-        self.directory = directory
-        self.output = output
-        self.manifest = json.loads((directory / "manifest.json").read_text())
-
-    def template(self, stack: str) -> Template:
-        return Template.from_json(json.loads((self.directory / f"{stack}.template.json").read_text()))
-
-    def docker_images(self, stack: str) -> list[dict[str, Any]]:
-        assets = json.loads((self.directory / f"{stack}.assets.json").read_text())
-        return [image["source"] | {"hash": key} for key, image in assets.get("dockerImages", {}).items()]
-
-    def dependencies(self, stack: str) -> set[str]:
-        return {
-            dep
-            for dep in self.manifest["artifacts"][stack].get("dependencies", [])
-            if not dep.endswith(".assets")
-        }
-
-
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A model directory in hexgrad's layout, as `python -m tts export-model DIR --format torch` writes it
-    (tiny stand-ins: synthesis only stages the files)."""
-    directory = tmp_path_factory.mktemp("model")
-    (directory / "config.json").write_text("{}")
-    (directory / "kokoro-v1_0.pth").write_bytes(b"pth")
-    (directory / "voices").mkdir()
-    (directory / "voices" / "jm_kumo.pt").write_bytes(b"pt")
-    return directory
+    return kokoro_stand_in(tmp_path_factory.mktemp("model"))
 
 
 @pytest.fixture(scope="module")
 def assembly(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Assembly:
     outdir = tmp_path_factory.mktemp("cdk") / "cdk.out"
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        code = deploy_main(
-        [
-            "synth",
-            "--model-dir", str(model_dir),
-            "--outdir", str(outdir),
-            "--max-instance-count", "4",
-            "--bedrock-model-id", MODEL_ID,
-        ]
-        )  # fmt: skip
-    assert code == 0
-    return Assembly(outdir, printed.getvalue())
-
-
-def render(value: Any) -> Any:
-    """A CloudFormation value as one readable string: pseudo parameters and imports as ${...}."""
-    if isinstance(value, dict) and len(value) == 1:
-        [(key, arg)] = value.items()
-        if key == "Ref":
-            return f"${{{arg}}}"
-        if key == "Fn::Join":
-            return arg[0].join(str(render(part)) for part in arg[1])
-        if key == "Fn::ImportValue":
-            return "${Import}"
-        if key == "Fn::GetAtt":
-            return f"${{{arg[0]}.{arg[1]}}}"
-        if key == "Fn::Sub":
-            return arg
-    if isinstance(value, dict):
-        return {key: render(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [render(item) for item in value]
-    return value
-
-
-def statements(template: Template, logical_type: str = "AWS::IAM::Role") -> dict[str, dict[str, Any]]:
-    """Sid -> statement (actions and resources as lists of rendered strings) of the one role."""
-    [role] = template.find_resources(logical_type).values()
-    found = {}
-    for policy in role["Properties"]["Policies"]:
-        for statement in policy["PolicyDocument"]["Statement"]:
-            actions, resources = statement["Action"], render(statement["Resource"])
-            found[statement["Sid"]] = statement | {
-                "Action": actions if isinstance(actions, list) else [actions],
-                "Resource": resources if isinstance(resources, list) else [resources],
-            }
-    return found
+    return synthesize(
+        outdir, "--model-dir", str(model_dir), "--max-instance-count", "4", "--bedrock-model-id", MODEL_ID
+    )
 
 
 def test_every_stack_is_synthesized_with_deterministic_names(assembly: Assembly):
@@ -148,7 +69,12 @@ def test_endpoint_runs_on_one_g5_xlarge_with_the_model_from_the_cache(assembly: 
         {
             "ProductionVariants": [
                 Match.object_like(
-                    {"InstanceType": "ml.g5.xlarge", "InitialInstanceCount": 1, "VariantName": "AllTraffic"}
+                    {
+                        "InstanceType": "ml.g5.xlarge",
+                        "InitialInstanceCount": 1,
+                        "VariantName": "AllTraffic",
+                        "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
+                    }
                 )
             ]
         },

@@ -28,12 +28,35 @@ def test_speech_status_exit_code_follows_the_endpoint(moto_env, capsys: pytest.C
     assert "ok endpoint kokoro-82m: InService" in capsys.readouterr().out
 
 
+def test_the_stt_endpoint_has_its_own_status_and_refuses_kokoros_flags(
+    moto_env, capsys: pytest.CaptureFixture[str]
+):
+    assert speech_infra(["status", "whisper-stt"]) == 1
+    assert "-- endpoint whisper-stt: not deployed" in capsys.readouterr().out
+    create_endpoint(moto_env, "whisper-stt")
+    assert speech_infra(["status", "whisper-stt"]) == 0
+    assert "ok endpoint whisper-stt: InService" in capsys.readouterr().out
+    assert deploy_main(["status"]) == 1  # the Kokoro endpoint and the runtime are not there
+    assert "whisper-stt" not in capsys.readouterr().out  # nor asked for: it is opt-in
+    assert deploy_main(["status", "--listen"]) == 1
+    assert "ok endpoint whisper-stt: InService" in capsys.readouterr().out
+    assert speech_infra(["deploy", "whisper-stt", "--instance-type", "ml.g4dn.xlarge"]) == 2
+    assert capsys.readouterr().err == (
+        "error: whisper-stt takes no --instance-type (the --stt-* flags set whisper-stt's endpoint, the "
+        "others Kokoro's)\n"
+    )
+    assert speech_infra(["deploy", "kokoro-82m", "--stt-instance-count", "2"]) == 2
+    assert "kokoro-82m takes no --stt-instance-count" in capsys.readouterr().err
+
+
 def test_agent_status_reports_the_runtime_and_its_endpoint(moto_env, capsys: pytest.CaptureFixture[str]):
     create_runtime(moto_env, "voice_agent", {"AGENT_TTS_ENDPOINT": "kokoro-82m"})
     assert agent_infra(["status"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("ok agent runtime voice_agent: READY")
     assert out[1].startswith("-- endpoint kokoro-82m: not deployed")
+    assert agent_infra(["status", "--listen"]) == 1
+    assert capsys.readouterr().out.splitlines()[2].startswith("-- endpoint whisper-stt: not deployed")
 
 
 def test_deploy_without_anything_set_up_lists_every_problem(
@@ -67,9 +90,12 @@ def test_destroy_everything_when_nothing_is_deployed_says_what_is_retained(
 ):
     assert deploy_main(["destroy", "--wait-delay", "0.05"]) == 0
     out = capsys.readouterr().out
-    assert out.index("VoiceAgent-Runtime: not deployed") < out.index(
-        "KokoroSpeech-kokoro-82m-ModelCache: not deployed"
+    assert (  # the stt stacks too, without --listen: a forgotten instance would bill by the hour
+        out.index("VoiceAgent-Runtime: not deployed")
+        < out.index("WhisperListening-whisper-stt-Endpoint: not deployed")
+        < out.index("KokoroSpeech-kokoro-82m-ModelCache: not deployed")
     )
+    assert "/aws/sagemaker/Endpoints/whisper-stt" in out
     assert "Retained on purpose" in out and "aws s3 rb" in out
 
 

@@ -18,8 +18,56 @@ ARN_PARTS = {"partition": "aws", "region": "us-west-2", "account": "111122223333
 
 def test_defaults_are_one_g5_instance_without_autoscaling():
     config = DeployConfig()
-    assert (config.instance_type, config.instance_count, config.autoscaling) == ("ml.g5.xlarge", 1, False)
+    assert (config.instance_type, config.instance_count, config.speech_endpoint.autoscaling) == (
+        "ml.g5.xlarge",
+        1,
+        False,
+    )
     assert config.endpoint_name == "kokoro-82m" and config.runtime_name == "voice_agent"
+
+
+def test_the_stt_endpoint_is_opt_in_on_its_own_g5_instance_without_autoscaling():
+    config = DeployConfig()
+    assert (config.listen, config.stt_endpoint, config.stt_instance_type) == (
+        False,
+        "whisper-stt",
+        "ml.g5.xlarge",
+    )
+    assert (
+        config.stt_instance_count,
+        config.listening_endpoint.autoscaling,
+        config.stt_target_concurrency,
+    ) == (
+        1,
+        False,
+        None,
+    )
+
+
+def test_the_stt_settings_come_from_the_environment_then_flags(
+    monkeypatch: pytest.MonkeyPatch, no_aws_env: None
+):
+    monkeypatch.setenv("DEPLOY_LISTEN", "yes")
+    monkeypatch.setenv("DEPLOY_STT_INSTANCE_COUNT", "2")
+    monkeypatch.setenv("DEPLOY_STT_TARGET_CONCURRENCY", "6")
+    config = DeployConfig.from_env()
+    assert (config.listen, config.stt_instance_count, config.stt_max_instance_count) == (True, 2, 2)
+    flagged = DeployConfig.from_env(stt_max_instance_count=5, stt_instance_type="ml.g4dn.xlarge")
+    assert (
+        flagged.listening_endpoint.autoscaling,
+        flagged.stt_target_concurrency,
+        flagged.stt_instance_type,
+    ) == (
+        True,
+        6.0,
+        "ml.g4dn.xlarge",
+    )
+    assert (flagged.instance_count, flagged.speech_endpoint.autoscaling) == (1, False), (
+        "Kokoro's own settings are apart"
+    )
+    monkeypatch.setenv("DEPLOY_LISTEN", "maybe")
+    with pytest.raises(ConfigError, match="DEPLOY_LISTEN must be"):
+        DeployConfig.from_env()
 
 
 def test_environment_then_flags(monkeypatch: pytest.MonkeyPatch, no_aws_env: None):
@@ -30,7 +78,11 @@ def test_environment_then_flags(monkeypatch: pytest.MonkeyPatch, no_aws_env: Non
     assert (config.instance_count, config.max_instance_count, config.wait_delay_s) == (2, 2, 1.5)
     assert config.bedrock_model_id == "us.amazon.nova-lite-v1:0"
     flagged = DeployConfig.from_env(instance_count=3, max_instance_count=6, region=None)
-    assert (flagged.instance_count, flagged.max_instance_count, flagged.autoscaling) == (3, 6, True)
+    assert (flagged.instance_count, flagged.max_instance_count, flagged.speech_endpoint.autoscaling) == (
+        3,
+        6,
+        True,
+    )
     assert flagged.wait_attempts == 2400
 
 
@@ -47,6 +99,14 @@ def test_environment_then_flags(monkeypatch: pytest.MonkeyPatch, no_aws_env: Non
         ({"target_concurrency": 0}, "positive"),
         ({"wait_delay_s": 0}, "positive"),
         ({"agent_image_uri": "voice-agent:latest"}, "ECR image URI"),
+        ({"stt_instance_type": "g5.xlarge"}, "--stt-instance-type: the instance type"),
+        ({"stt_instance_count": 0}, "--stt-instance-count: the instance count must be at least 1"),
+        ({"stt_instance_count": 2, "stt_max_instance_count": 1}, "--stt-max-instance-count .1. is below"),
+        ({"stt_max_instance_count": 3}, "give --stt-target-concurrency"),
+        ({"stt_max_instance_count": 3, "stt_target_concurrency": 0}, "--stt-target-concurrency: the target"),
+        ({"stt_endpoint": "kokoro-82m"}, "the tts and stt endpoints are both named 'kokoro-82m'"),
+        ({"stt_endpoint": "bad_name"}, "endpoint name"),
+        ({"stt_image_uri": "whisper-stt:gpu"}, "ECR image URI"),
     ],
 )
 def test_bad_settings_are_config_errors(fields: dict, message: str):

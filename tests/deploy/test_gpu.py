@@ -1,7 +1,7 @@
-"""The GPU image and the endpoint's AMI agree by construction (deploy/gpu.py): the torch and CUDA build
-read from the locked requirements that tts/Dockerfile.gpu installs, the AMI chosen from the table, an
-impossible pair refused by `python -m deploy synth` in one line, and the exported requirements kept equal
-to `uv export` of uv.lock."""
+"""The GPU images and the endpoints' AMI agree by construction (deploy/gpu.py): the torch and CUDA build
+read from the locked requirements that tts/Dockerfile.gpu installs (CTranslate2 and its cuBLAS for
+stt/Dockerfile.gpu), the AMI chosen from the table, an impossible pair refused by `python -m deploy synth`
+in one line, and the exported requirements kept equal to `uv export` of uv.lock."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from deploy.__main__ import main as deploy_main
-from deploy.config import REPO_ROOT, SPEECH_MODELS, DeployConfig
+from deploy.config import LISTENING_IMAGE, REPO_ROOT, SPEECH_MODELS, DeployConfig, SpeechImage
 from deploy.errors import ConfigError
-from deploy.gpu import AMIS, TORCH_CUDA_LABEL, TORCH_VERSION_LABEL, TorchBuild, choose_ami, torch_build
+from deploy.gpu import AMIS, CudaBuild, choose_ami, cuda_build, cuda_label, version_label
+from tests.deploy.conftest import kokoro_stand_in
 
 MODEL_ID = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 AGENT_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/voice-agent:arm64"
@@ -39,11 +40,7 @@ def source_tree(root: Path, dockerfile: str, requirements: str) -> Path:
 
 
 def synth(source: Path, tmp_path: Path, *extra: str) -> int:
-    model_dir = tmp_path / "model"  # hexgrad's layout, tiny stand-ins: synthesis only stages the files
-    (model_dir / "voices").mkdir(parents=True, exist_ok=True)
-    (model_dir / "config.json").write_text("{}")
-    (model_dir / "kokoro-v1_0.pth").write_bytes(b"pth")
-    (model_dir / "voices" / "jm_kumo.pt").write_bytes(b"pt")
+    model_dir = kokoro_stand_in(tmp_path / "model")
     return deploy_main(
         [
             "synth",
@@ -57,33 +54,49 @@ def synth(source: Path, tmp_path: Path, *extra: str) -> int:
     )  # fmt: skip
 
 
-def test_the_image_installs_a_cuda_12_torch_that_its_labels_name():
-    """The lock's torch for the GPU image runs on every AMI, and the Dockerfile's labels name it."""
-    built = torch_build(REPO_ROOT / GPU_IMAGE.requirements)
-    assert built == TorchBuild("2.10.0", (12, 8))
-    dockerfile = (REPO_ROOT / GPU_IMAGE.dockerfile).read_text()
-    labels = dict(re.findall(r"\b(voice-agent-aws\.torch-[a-z]+)=(\S+)", dockerfile))
-    assert labels == {TORCH_VERSION_LABEL: built.version, TORCH_CUDA_LABEL: built.cuda_text}
-    assert f"pip install --require-hashes --no-deps -r {GPU_IMAGE.requirements}" in dockerfile
+@pytest.mark.parametrize(
+    ("image", "expected"),
+    [
+        (GPU_IMAGE, CudaBuild("torch", "2.10.0", (12, 8))),
+        (LISTENING_IMAGE, CudaBuild("ctranslate2", "4.8.5", (12, 8))),
+    ],
+    ids=["tts", "stt"],
+)
+def test_each_image_installs_a_cuda_12_build_that_its_labels_name(image: SpeechImage, expected: CudaBuild):
+    """The lock's torch (tts) and CTranslate2 with its cuBLAS (stt) run on every AMI, and each GPU
+    Dockerfile's labels name them."""
+    built = cuda_build(REPO_ROOT / image.requirements, image.library)
+    assert built == expected
+    dockerfile = (REPO_ROOT / image.dockerfile).read_text()
+    labels = dict(re.findall(r"\b(voice-agent-aws\.[a-z0-9]+-[a-z]+)=(\S+)", dockerfile))
+    assert labels == {version_label(image.library): built.version, cuda_label(image.library): built.cuda_text}
+    assert f"pip install --require-hashes --no-deps -r {image.requirements}" in dockerfile
     assert all(ami.runs(built.cuda) for ami in AMIS)
 
 
 def test_the_newest_ami_that_runs_the_image_is_the_default():
-    assert choose_ami(TorchBuild("2.10.0", (12, 8)), None).version == "al2023-ami-sagemaker-inference-gpu-4-1"
-    assert choose_ami(TorchBuild("2.15.0", (13, 2)), None).driver == 580
-    explicit = choose_ami(TorchBuild("2.10.0", (12, 8)), "al2-ami-sagemaker-inference-gpu-2")
+    def ami(build: CudaBuild, explicit: str | None = None):
+        return choose_ami(build, explicit, image="tts image")
+
+    assert ami(CudaBuild("torch", "2.10.0", (12, 8))).version == "al2023-ami-sagemaker-inference-gpu-4-1"
+    assert ami(CudaBuild("torch", "2.15.0", (13, 2))).driver == 580
+    explicit = ami(CudaBuild("torch", "2.10.0", (12, 8)), "al2-ami-sagemaker-inference-gpu-2")
     assert (explicit.driver, explicit.cuda) == (535, (12, 2))
-    with pytest.raises(ConfigError, match="no SageMaker inference AMI runs"):
-        choose_ami(TorchBuild("3.0.0", (14, 0)), None)
+    with pytest.raises(ConfigError, match=r"no SageMaker inference AMI runs the tts image.s torch 3\.0\.0"):
+        ami(CudaBuild("torch", "3.0.0", (14, 0)))
 
 
-def test_requirements_without_a_cuda_torch_are_refused(tmp_path: Path):
+def test_requirements_without_a_cuda_build_are_refused(tmp_path: Path):
     cpu_only = tmp_path / "cpu.txt"
-    cpu_only.write_text("torch==2.10.0 \\\n    --hash=sha256:00\nnumpy==2.3.0\n")
-    with pytest.raises(ConfigError, match="no CUDA runtime"):
-        torch_build(cpu_only)
+    cpu_only.write_text("torch==2.10.0 \\\n    --hash=sha256:00\nnumpy==2.3.0\nctranslate2==4.8.5\n")
+    with pytest.raises(ConfigError, match=r"torch 2\.10\.0 comes with no CUDA runtime"):
+        cuda_build(cpu_only, "torch")
+    with pytest.raises(ConfigError, match=r"ctranslate2 4\.8\.5 comes with no cuBLAS"):
+        cuda_build(cpu_only, "ctranslate2")
     with pytest.raises(ConfigError, match="installs no torch"):
-        torch_build(REPO_ROOT / "tts" / "requirements" / "cpu.txt")
+        cuda_build(REPO_ROOT / "tts" / "requirements" / "cpu.txt", "torch")
+    with pytest.raises(ConfigError, match="comes with no cuBLAS"):  # the CPU image leaves cuBLAS out
+        cuda_build(REPO_ROOT / "stt" / "requirements" / "cpu.txt", "ctranslate2")
 
 
 def test_an_unknown_ami_or_one_on_a_cpu_instance_is_a_config_error():
@@ -124,13 +137,21 @@ def test_synth_refuses_a_gpu_dockerfile_without_the_streaming_label(
     assert "lacks `LABEL com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true`" in err
 
 
-@pytest.mark.parametrize("image", ["cpu", "gpu"])
-def test_the_images_requirements_are_uv_lock_exported(image: str):
+@pytest.mark.parametrize(
+    "requirements",
+    [
+        "tts/requirements/cpu.txt",
+        "tts/requirements/gpu.txt",
+        "stt/requirements/cpu.txt",
+        "stt/requirements/gpu.txt",
+    ],
+)
+def test_the_images_requirements_are_uv_lock_exported(requirements: str):
     """What the Dockerfiles install is uv.lock as it is: the export's own first lines say how to remake it."""
     uv = shutil.which("uv", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
     if uv is None:
         pytest.skip("uv is not installed")
-    committed = (REPO_ROOT / "tts" / "requirements" / f"{image}.txt").read_text()
+    committed = (REPO_ROOT / requirements).read_text()
     command = committed.splitlines()[1].removeprefix("#    ").split()
     assert command[:2] == ["uv", "export"] and "--frozen" in command
     stdout_command = command[: command.index("-o")] if "-o" in command else command
@@ -145,5 +166,5 @@ def test_the_images_requirements_are_uv_lock_exported(image: str):
     assert result.returncode == 0, result.stderr
     body = [line for line in result.stdout.splitlines() if not line.startswith("#")]
     assert body == [line for line in committed.splitlines() if not line.startswith("#")], (
-        f"tts/requirements/{image}.txt is stale: run `{' '.join(command)}`"
+        f"{requirements} is stale: run `{' '.join(command)}`"
     )

@@ -16,11 +16,12 @@ from deploy.aws import Aws
 from deploy.cdk_toolkit import CdkToolkit
 from deploy.config import DeployConfig
 from deploy.errors import MissingPrerequisites, WaitFailed
-from deploy.naming import assets_repository
+from deploy.naming import assets_repository, listening_stack, speech_stack
 from deploy.orchestrate import deploy_parts, destroy_parts
 from deploy.part import Part
 from deploy.parts import all_parts
 from deploy.parts.agent import AgentPart
+from deploy.parts.listening import ListeningPart
 from deploy.parts.speech import SpeechPart
 from tests.deploy.conftest import (
     ACCOUNT,
@@ -33,7 +34,7 @@ from tests.deploy.conftest import (
 
 
 class CloudFormationStandIn(CdkToolkit):
-    """Records synth/deploy calls; brings the endpoint up through Creating, then InService after a while."""
+    """Records synth/deploy calls; brings each endpoint up through Creating, then InService after a while."""
 
     def __init__(
         self, aws: Aws, config: DeployConfig, *, creating_s: float = 0.3, failure: str | None = None
@@ -51,15 +52,20 @@ class CloudFormationStandIn(CdkToolkit):
 
     def deploy(self, stacks: Sequence[str]) -> None:
         self.calls.append(("deploy", *stacks))
-        if any(stack.endswith("-Endpoint") for stack in stacks):
-            create_endpoint(self.aws, self.config.endpoint_name)
-            record = moto_endpoint(self.config.endpoint_name)
+        endpoints = {
+            speech_stack(self.config.model, "Endpoint"): self.config.endpoint_name,
+            listening_stack("Endpoint"): self.config.stt_endpoint,
+        }
+        created = [endpoints[stack] for stack in stacks if stack in endpoints]
+        for name in created:
+            create_endpoint(self.aws, name)
+            record = moto_endpoint(name)
             record.endpoint_status = "Creating"
             timer = threading.Timer(self.creating_s, self._finish, args=(record,))
             timer.daemon = True
             timer.start()
             self.timers.append(timer)
-        else:
+        if not created:
             sagemaker = self.aws.client("sagemaker")
             self.endpoint_state_when_agent_deployed = sagemaker.describe_endpoint(
                 EndpointName=self.config.endpoint_name
@@ -94,6 +100,33 @@ def test_deploy_goes_speech_first_and_waits_for_in_service(bootstrapped: Aws, tm
     assert cdk.endpoint_state_when_agent_deployed == "InService"
     assert [(status.state, status.ready) for status in statuses] == [("InService", True), ("READY", True)]
     assert lines[0] == f"deploying to account {ACCOUNT} in {REGION} as arn:aws:sts::{ACCOUNT}:user/moto"
+
+
+def test_with_listen_the_stt_endpoint_goes_up_between_the_speech_endpoint_and_the_agent(
+    bootstrapped: Aws, tmp_path: Path
+):
+    config = image_uris_config(tmp_path, listen=True)
+    cdk = CloudFormationStandIn(bootstrapped, config)
+    lines: list[str] = []
+    statuses = deploy_parts(config, all_parts(config), bootstrapped, cdk, echo=lines.append)
+    assert [call[:2] for call in cdk.calls] == [
+        ("synth", "speech"),
+        ("deploy", "KokoroSpeech-kokoro-82m-ModelCache"),
+        ("deploy", "WhisperListening-whisper-stt-Base"),
+        ("deploy", "VoiceAgent-Base"),
+    ]
+    assert cdk.calls[0] == ("synth", "speech", "listening", "agent")
+    assert cdk.calls[2] == (
+        "deploy",
+        "WhisperListening-whisper-stt-Base",
+        "WhisperListening-whisper-stt-Endpoint",
+    )
+    assert [str(status).split(" (")[0] for status in statuses] == [
+        "ok endpoint kokoro-82m: InService",
+        "ok endpoint whisper-stt: InService",
+        "ok agent runtime voice_agent: READY",
+    ]
+    assert "listening: waiting (a check every 0.05 s)" in lines
 
 
 def test_a_failed_endpoint_stops_the_deploy_before_the_agent(bootstrapped: Aws, tmp_path: Path):
@@ -181,6 +214,33 @@ def test_destroy_deletes_in_reverse_order_and_names_what_is_retained(aws: Aws, t
     assert f"aws ecr delete-repository --repository-name mine/agent --force --region {REGION}" in notice
     assert "/aws/sagemaker/Endpoints/kokoro-82m" in notice
     assert lines[-1] == notice
+
+
+def test_destroy_takes_the_stt_endpoint_down_after_the_agent_and_names_its_image_and_logs(
+    aws: Aws, tmp_path: Path
+):
+    config = image_uris_config(tmp_path)
+    parts = all_parts(config, listening=True)
+    image = f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/{assets_repository(ACCOUNT, REGION)}:9c1e"
+    for name in ("VoiceAgent-Runtime", *ListeningPart(config).stacks):
+        create_stack(aws, name, {"ImageUri": image} if name.endswith("-Endpoint") else {"Marker": "x"})
+    deleted: list[str] = []
+    aws.session.events.register(
+        "before-parameter-build.cloudformation.DeleteStack",
+        lambda params, **_: deleted.append(params["StackName"]),
+    )
+    lines: list[str] = []
+    notice = destroy_parts(config, parts, aws, CdkToolkit(config), echo=lines.append)
+    assert deleted == [
+        "VoiceAgent-Runtime",
+        "WhisperListening-whisper-stt-Endpoint",
+        "WhisperListening-whisper-stt-Base",
+    ]
+    assert lines.index("VoiceAgent-Base: not deployed, nothing to delete") < lines.index(
+        "WhisperListening-whisper-stt-Endpoint: deleting"
+    )
+    assert "- ECR: the stt image " in notice and "imageTag=9c1e" in notice
+    assert "/aws/sagemaker/Endpoints/whisper-stt" in notice
 
 
 def test_destroy_with_nothing_deployed_still_says_what_may_be_left(aws: Aws, tmp_path: Path):

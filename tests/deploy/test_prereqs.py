@@ -12,6 +12,7 @@ from deploy.errors import MissingPrerequisites
 from deploy.naming import BOOTSTRAP_VERSION_PARAMETER
 from deploy.parts import all_parts
 from deploy.parts.agent import AgentPart
+from deploy.parts.listening import ListeningPart
 from deploy.prereqs import check_prerequisites
 from tests.deploy.conftest import ACCOUNT, REGION, create_endpoint, image_uris_config
 
@@ -68,11 +69,29 @@ def test_an_agent_alone_needs_its_speech_endpoint(bootstrapped: Aws, tmp_path: P
     check_prerequisites(config, bootstrapped, [AgentPart(config)])
 
 
+def test_an_agent_that_listens_needs_its_stt_endpoint_too(bootstrapped: Aws, tmp_path: Path):
+    config = image_uris_config(tmp_path, listen=True)
+    create_endpoint(bootstrapped, "kokoro-82m")
+    found = problems(config, bootstrapped, [AgentPart(config)])
+    assert set(found) == {"listening endpoint"}
+    assert found["listening endpoint"] == (
+        "the agent listens through 'whisper-stt', which does not exist | "
+        "speech-infra deploy whisper-stt first, or pass --stt-endpoint"
+    )
+    check_prerequisites(config, bootstrapped, [ListeningPart(config), AgentPart(config)])
+    create_endpoint(bootstrapped, "whisper-stt")
+    check_prerequisites(config, bootstrapped, [AgentPart(config)])
+
+
 def test_images_must_be_in_the_deploy_region(bootstrapped: Aws, tmp_path: Path):
     config = image_uris_config(tmp_path, tts_image_uri=f"{ACCOUNT}.dkr.ecr.eu-west-1.amazonaws.com/tts:1")
     found = problems(config, bootstrapped)
     assert set(found) == {"tts image region"}
     assert "is in eu-west-1, the deploy goes to us-east-1" in found["tts image region"]
+    stt_elsewhere = image_uris_config(
+        tmp_path, listen=True, stt_image_uri=f"{ACCOUNT}.dkr.ecr.eu-west-1.amazonaws.com/stt:1"
+    )
+    assert set(problems(stt_elsewhere, bootstrapped)) == {"stt image region"}
 
 
 def docker_stand_in(tmp_path: Path, buildx_platforms: str) -> str:

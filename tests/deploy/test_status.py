@@ -78,6 +78,13 @@ def test_runtime_creating_then_ready(aws: Aws, runtime_reads_until_ready):
     )
 
 
+def test_a_runtime_that_listens_says_through_which_endpoint(aws: Aws):
+    env = {"AGENT_TTS_ENDPOINT": "kokoro-82m", "AGENT_STT_ENDPOINT": "whisper-stt"}
+    create_runtime(aws, "voice_agent", env)
+    status = runtime_status(aws.client("bedrock-agentcore-control"), "voice_agent")
+    assert status.detail == "version 1, speaks through kokoro-82m, listens through whisper-stt"
+
+
 def test_runtime_that_never_gets_ready_times_out(aws: Aws, runtime_reads_until_ready):
     runtime_reads_until_ready(100)
     create_runtime(aws, "voice_agent")

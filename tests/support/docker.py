@@ -11,11 +11,13 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import time
+from collections.abc import Mapping
 
 import docker
 import pytest
 
-from emulator.config import default_images
+from emulator.config import ImageSpec, default_images
 from emulator.controller.runtimes import RuntimeUnavailable
 from emulator.controller.runtimes.docker import connect
 from emulator.images.build import ensure_images
@@ -54,6 +56,17 @@ def require_docker() -> None:
 def built(image: str) -> str:
     """`image` in the engine, built from its Dockerfile (progress on stderr) when missing."""
     ensure_images([image], default_images(), progress=lambda line: print(line, file=sys.stderr, flush=True))
+    return image
+
+
+def built_from(image: str, specs: Mapping[str, ImageSpec]) -> str:
+    """`image` in the engine, built from the Dockerfile `specs` name for it when missing or stale (skipped
+    without an engine, as `require_docker`); the time it took and its size on stderr."""
+    require_docker()
+    started = time.monotonic()
+    ensure_images([image], specs, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    size = docker_client().images.get(image).attrs["Size"]
+    print(f"{image}: ready in {time.monotonic() - started:.0f} s, {size / 1e9:.1f} GB", file=sys.stderr)
     return image
 
 

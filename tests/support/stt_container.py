@@ -12,11 +12,15 @@ from collections.abc import Iterator, Mapping
 import websockets
 
 from emulator.processes import child, free_port
+from emulator.server import Emulator
 from facts import STT_PCM_BYTES_PER_S
+from tests.emulator.support import bidi_client, next_part, open_stream, part
 from tests.support.paths import REPO
 from tests.support.tts_container import Server
 
 FRAME_BYTES = STT_PCM_BYTES_PER_S // 10  # 100 ms of audio, as a browser's audio worklet batches it
+NO_GPU = "STT_DEVICE=cuda, but CTranslate2 sees no CUDA device"
+"""How the container refuses to start Whisper on a GPU it does not have (stt/engines/whisper.py)."""
 
 
 @contextlib.contextmanager
@@ -53,4 +57,31 @@ async def stream(
                 await asyncio.sleep(0.1)
         await ws.send(json.dumps({"type": "end"}))
         await reader
+    return got
+
+
+async def through_endpoint(emu: Emulator, endpoint: str, pcm: bytes, *, within_s: float = 60) -> list[dict]:
+    """`pcm` streamed into an emulated STT endpoint through the official HTTP/2 client, in 100 ms BINARY
+    parts paced at real time, then `end`: every message that comes back (each a UTF8 part)."""
+    client = await bidi_client(emu)
+    stream = await open_stream(client, endpoint)
+    got: list[dict] = []
+
+    async def read() -> None:
+        output, events = await stream.await_output()
+        assert output.invoked_production_variant == "AllTraffic"
+        while (event := await next_part(events, within_s=within_s)) is not None:
+            assert event.data_type == "UTF8", event
+            got.append(json.loads(event.bytes_))
+
+    reader = asyncio.create_task(read())
+    try:
+        for start in range(0, len(pcm), FRAME_BYTES):
+            await stream.input_stream.send(part(pcm[start : start + FRAME_BYTES]))
+            await asyncio.sleep(0.1)
+        await stream.input_stream.send(part(b'{"type": "end"}', data_type="UTF8"))
+        await asyncio.wait_for(reader, within_s)
+    finally:
+        reader.cancel()
+        await stream.close()
     return got

@@ -15,29 +15,16 @@ from testcontainers.core.wait_strategies import HttpWaitStrategy
 
 from emulator.controller.runtimes import BIDI_LABEL
 from tests.support.docker import TTS_IMAGE, built, docker_client
+from tests.support.dockerfiles import LABEL, STT_DOCKERFILES, final_stage, instructions
 from tests.support.paths import REPO
 
 TTS_DOCKERFILES = [REPO / "tts" / "Dockerfile", REPO / "tts" / "Dockerfile.gpu"]
-ALL_DOCKERFILES = [*TTS_DOCKERFILES, REPO / "agent" / "Dockerfile", REPO / "emulator" / "echo.Dockerfile"]
-LABEL = f"{BIDI_LABEL}=true"
-
-
-def instructions(dockerfile: Path) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) pairs, continuation lines joined and comments dropped."""
-    text = re.sub(r"\\\n", " ", dockerfile.read_text())
-    pairs = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            keyword, _, rest = line.partition(" ")
-            pairs.append((keyword.upper(), rest.strip()))
-    return pairs
-
-
-def final_stage(dockerfile: Path) -> list[tuple[str, str]]:
-    steps = instructions(dockerfile)
-    last_from = max(i for i, (keyword, _) in enumerate(steps) if keyword == "FROM")
-    return steps[last_from:]
+ALL_DOCKERFILES = [
+    *TTS_DOCKERFILES,
+    *STT_DOCKERFILES,
+    REPO / "agent" / "Dockerfile",
+    REPO / "emulator" / "echo.Dockerfile",
+]
 
 
 @pytest.mark.parametrize("dockerfile", TTS_DOCKERFILES, ids=lambda p: p.name)

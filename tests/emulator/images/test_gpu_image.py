@@ -18,21 +18,19 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from deploy.config import REPO_ROOT, SPEECH_MODELS
-from deploy.gpu import TORCH_CUDA_LABEL, TORCH_VERSION_LABEL, torch_build
+from deploy.gpu import cuda_build, cuda_label, version_label
 from emulator.config import ImageSpec
 from emulator.controller.runtimes.docker import OWNER_HOME
-from emulator.images.build import ensure_images
 from emulator.manifest import load_manifest
 from emulator.server import Emulator, emulator_in_thread
 from tests.emulator.support import bidi_client, fast_config, next_part, open_stream, part, replicas
-from tests.support.docker import docker_client, require_docker
+from tests.support.docker import built_from, docker_client
 from tests.support.speech import assert_speaks
 from tts.config import TTSConfig
 from tts.engines.torch.engine import TorchEngine
@@ -78,12 +76,7 @@ print(json.dumps({
 
 @pytest.fixture(scope="module")
 def gpu_image() -> str:
-    require_docker()
-    started = time.monotonic()
-    ensure_images([GPU_IMAGE], SPEC, progress=lambda line: print(line, file=sys.stderr, flush=True))
-    size = docker_client().images.get(GPU_IMAGE).attrs["Size"]
-    print(f"{GPU_IMAGE}: ready in {time.monotonic() - started:.0f} s, {size / 1e9:.1f} GB", file=sys.stderr)
-    return GPU_IMAGE
+    return built_from(GPU_IMAGE, SPEC)
 
 
 @pytest.fixture(scope="module")
@@ -102,10 +95,10 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_inside_the_image_torch_has_its_cuda_build_and_finds_no_device_not_no_library(
     gpu_image: str, model_dir: Path
 ):
-    locked = torch_build(REPO_ROOT / SPEECH_MODELS["kokoro-82m"].requirements)
+    locked = cuda_build(REPO_ROOT / SPEECH_MODELS["kokoro-82m"].requirements, "torch")
     client = docker_client()
     labels = client.images.get(gpu_image).labels
-    assert (labels[TORCH_VERSION_LABEL], labels[TORCH_CUDA_LABEL]) == (locked.version, locked.cuda_text)
+    assert (labels[version_label("torch")], labels[cuda_label("torch")]) == (locked.version, locked.cuda_text)
     output = client.containers.run(
         gpu_image,
         entrypoint=["python", "-c", PROBE],

@@ -4,8 +4,6 @@ as it does for TTS."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 from collections.abc import Iterator
 
 import pytest
@@ -13,9 +11,9 @@ import pytest
 from emulator.manifest import load_manifest
 from emulator.server import Emulator, emulator_in_thread
 from facts import STT_ENDPOINT
-from tests.emulator.support import bidi_client, fast_config, next_part, open_stream, part
+from tests.emulator.support import fast_config
 from tests.support.paths import REPO
-from tests.support.stt_container import FRAME_BYTES, silence
+from tests.support.stt_container import silence, through_endpoint
 from tools.asr import word_error_rate
 from tools.speech_samples import recordings
 
@@ -31,28 +29,7 @@ def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
 
 async def test_audio_streams_in_and_partials_and_the_final_come_back(emu: Emulator) -> None:
     clip = recordings()[0]
-    pcm = silence(0.3) + clip.pcm() + silence(1.0)
-    client = await bidi_client(emu)
-    stream = await open_stream(client, STT_ENDPOINT)
-    got: list[dict] = []
-
-    async def read() -> None:
-        output, events = await stream.await_output()
-        assert output.invoked_production_variant == "AllTraffic"
-        while (event := await next_part(events, within_s=60)) is not None:
-            assert event.data_type == "UTF8", event
-            got.append(json.loads(event.bytes_))
-
-    reader = asyncio.create_task(read())
-    try:
-        for start in range(0, len(pcm), FRAME_BYTES):  # BINARY parts, paced at real time
-            await stream.input_stream.send(part(pcm[start : start + FRAME_BYTES]))
-            await asyncio.sleep(0.1)
-        await stream.input_stream.send(part(b'{"type": "end"}', data_type="UTF8"))
-        await asyncio.wait_for(reader, 60)
-    finally:
-        reader.cancel()
-        await stream.close()
+    got = await through_endpoint(emu, STT_ENDPOINT, silence(0.3) + clip.pcm() + silence(1.0))
     types = [m["type"] for m in got]
     assert types[0] == "speech_started" and "partial" in types and types[-2:] == ["final", "done"], types
     # the transport is under test here: Whisper base may hear "ill disposed" as two other words

@@ -141,6 +141,7 @@ def test_the_endpoint_config_carries_the_ami_timeouts_and_variant(applied: dict[
         "ModelDataDownloadTimeoutInSeconds": 600,
         "ModelName": recorder.one("CreateModel")["ModelName"],
         "VariantName": "AllTraffic",
+        "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
     }
     assert recorder.one("CreateEndpoint") == {
         "EndpointName": "kokoro-82m",

@@ -4,9 +4,10 @@ SageMaker starts one (`docker run IMAGE serve`).
 - Run: the image's port 8080 is published on the emulator's host address at a port Docker picks, the
   model data is mounted read-only at /opt/ml/model, the model's `Environment` is the container's.
   The bidirectional capability is read from the image label.
-- GPUs: a container whose environment asks for CUDA (`TTS_PROVIDER=cuda`, as the deploy's GPU
-  endpoint does) gets every GPU (`--gpus all`) when the engine has the NVIDIA runtime; otherwise it runs
-  on the CPU with `TTS_PROVIDER=cpu`, and one line in the replica's log names that override.
+- GPUs: a container whose environment asks for CUDA (`TTS_PROVIDER=cuda` or `STT_DEVICE=cuda`, as the
+  deploy's GPU endpoints do) gets every GPU (`--gpus all`) when the engine has the NVIDIA runtime;
+  otherwise it runs on the CPU with that variable set to `cpu`, and one line in the replica's log names
+  the override.
 - Ownership: every container carries the labels `OWNER_HOME` (the emulator's home), `OWNER_INSTANCE`
   (this runtime's id) and `OWNER_PID`. `remove_leftovers(home)`, run when a docker emulator starts and
   by `python -m emulator down`, removes the containers of an emulator with the same home whose process
@@ -49,8 +50,9 @@ OWNER_PID = "voice-agent-aws.emulator.pid"
 REPLICA_LABEL = "voice-agent-aws.emulator.replica"
 CONTAINER_PORT = "8080/tcp"
 POLL_S = 5.0
-GPU_VARIABLE = "TTS_PROVIDER"
 """How often a replica's state is inspected in case an exit event was missed."""
+GPU_VARIABLES = ("TTS_PROVIDER", "STT_DEVICE")
+"""The variables with which this repository's containers ask for CUDA (tts/README.md, stt/README.md)."""
 
 
 def connect() -> docker.DockerClient:
@@ -143,12 +145,15 @@ class DockerRuntime:
 
     def gpu_settings(self, environment: dict[str, str], log_path: Path) -> dict[str, Any]:
         """`--gpus all` for a container that asks for CUDA, or its CPU override, said in its log."""
-        if environment.get(GPU_VARIABLE) != "cuda":
+        asking = [name for name in GPU_VARIABLES if environment.get(name) == "cuda"]
+        if not asking:
             return {}
         if self.has_gpu():
             return {"device_requests": [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]}
-        environment[GPU_VARIABLE] = "cpu"
-        line = f"emulator: no GPU in this Docker engine, so {GPU_VARIABLE}=cuda is overridden to cpu"
+        for name in asking:
+            environment[name] = "cpu"
+        overridden = ", ".join(f"{name}=cuda" for name in asking)
+        line = f"emulator: no GPU in this Docker engine, so {overridden} is overridden to cpu"
         log.warning("%s: %s", log_path.stem, line)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("a") as out:

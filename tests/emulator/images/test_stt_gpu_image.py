@@ -5,9 +5,9 @@ Inside the image, what a GPU needs that can be checked without one: CTranslate2 
 versions the labels and the locked requirements name, the loader finds `libcublas.so.12` by the name
 CTranslate2 asks for, and the image's own setting (`STT_DEVICE=cuda`) refuses to start Whisper without a
 device, in the container's words. Behind the emulator's docker runtime, with the official HTTP/2 client:
-the model's environment sets `STT_DEVICE=cpu` (the emulator passes GPUs only to containers that ask with
-`TTS_PROVIDER=cuda`, so `cpu` says what runs: the GPU image's code on the CPU), and a recording streamed
-in comes back as partials and a final that match its words.
+the model's environment asks for `STT_DEVICE=cuda`, as the listening part's does; an engine without the
+NVIDIA runtime overrides it to `cpu` (the GPU image's code on the CPU, the override in the replica's log),
+and a recording streamed in comes back as partials and a final that match its words.
 """
 
 from __future__ import annotations
@@ -81,9 +81,9 @@ def test_inside_the_image_ctranslate2_finds_cublas_and_cuda_refuses_to_start_wit
 
 @pytest.fixture(scope="module")
 def emu(stt_gpu_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    """The endpoint as the listening part makes it, on the CPU: STT_DEVICE=cpu in the environment."""
+    """The endpoint as the listening part makes it (STT_DEVICE=cuda), on this engine's CPU."""
     resources = [
-        model(ENDPOINT, stt_gpu_image, Environment={"STT_DEVICE": "cpu"}),
+        model(ENDPOINT, stt_gpu_image, Environment={"STT_DEVICE": "cuda"}),
         *endpoint(ENDPOINT, [variant("AllTraffic", ENDPOINT)]),
     ]
     config = fast_config(tmp_path_factory.mktemp("emulator"), runtime="docker", startup_timeout_s=600)

@@ -80,3 +80,14 @@ def test_build_refuses_a_platform_the_engine_does_not_build():
     )
     assert result.returncode == 1
     assert f"error: cannot build {other} on this" in result.stderr
+
+
+def test_the_stt_containers_cuda_is_read_and_overridden_the_same_way(tmp_path: Path):
+    """The stt GPU image asks with STT_DEVICE=cuda: without a GPU it runs on the CPU (before, it kept
+    asking for CUDA and never became ready in a local rehearsal with --listen)."""
+    environment = {"STT_DEVICE": "cuda"}
+    log = tmp_path / "replica.log"
+    assert runtime(Engine({"runc": {}}), tmp_path).gpu_settings(environment, log) == {}
+    assert environment == {"STT_DEVICE": "cpu"}
+    assert "STT_DEVICE=cuda is overridden to cpu" in log.read_text()
+    assert runtime(Engine({"nvidia": {}}), tmp_path).gpu_settings({"STT_DEVICE": "cuda"}, log)

@@ -95,6 +95,16 @@ class Playback:
     def reported(self, played_ms: float) -> None:
         self._report = (played_ms, time.perf_counter())
 
+    def playing(self) -> bool:
+        """The client is still playing PCM it was sent (a finished turn's audio outlasts the turn: it is
+        computed faster than real time). Unknown for a codec, whose chunks carry no duration: False."""
+        return self._sent_ms is not None and self.played_ms() < self._sent_ms
+
+    def stopped(self) -> None:
+        """The client stopped playing (a barge-in): what it played so far is all it will play."""
+        if self._sent_ms is not None:
+            self._sent_ms = self.played_ms()
+
     def played_ms(self) -> float:
         now = time.perf_counter()
         if self._report is not None:
@@ -268,10 +278,13 @@ class SpokenConversation:
 
     async def _interrupt(self) -> None:
         """Barge-in: the running turn stops, with what the listener heard recorded; its `interrupted`
-        event goes out (the turn's own `agent_end` closes it)."""
-        if self._turn is None or self._turn.done():
+        event goes out (the turn's own `agent_end` closes it). A turn that has ended while its audio still
+        plays is interrupted too (the POST path's "after the turn"): its answer is computed faster than
+        real time, so a user who talks over the last sentences talks over a finished turn."""
+        if self._turn is None or (self._turn.done() and not self._playback.playing()):
             return
         payload = {"interrupt": {"played_ms": self._playback.played_ms()}}
+        self._playback.stopped()
         async with contextlib.aclosing(self._turn_events(payload, self._session_id)) as events:
             async for event in events:
                 if event["type"] != "agent_end":

@@ -53,6 +53,36 @@ def test_a_codecs_chunks_set_no_ceiling_and_a_new_turn_starts_from_nothing() -> 
     assert playback.played_ms() == 0.0
 
 
+def test_audio_sent_but_not_yet_played_is_still_playing_until_a_barge_in_stops_it() -> None:
+    """A turn's audio is computed faster than real time: the turn ends while its listener still plays
+    it, and talking over that is a barge-in too (agent.listening.Conversation._interrupt)."""
+    clock, playback = EventClock(), Playback()
+    assert not playback.playing()
+    playback.sent(agent_start(clock, "bidi", "v", "pcm"))
+    playback.sent(_pcm_chunk(clock, 5000))
+    playback.reported(1200.0)
+    assert playback.playing()
+    playback.stopped()
+    heard = playback.played_ms()
+    time.sleep(0.03)
+    assert not playback.playing() and playback.played_ms() == heard, "nothing more is played"
+    playback.reported(4999.0)
+    assert playback.played_ms() == heard, "never past where it stopped"
+    time.sleep(0.11)
+    playback.turn_started()
+    playback.sent(agent_start(clock, "bidi", "v", "pcm"))
+    playback.sent(_pcm_chunk(clock, 100))
+    time.sleep(0.11)
+    assert not playback.playing(), "all 100 ms were played"
+
+
+def test_a_codecs_audio_is_never_known_to_be_still_playing() -> None:
+    clock, playback = EventClock(), Playback()
+    playback.sent(agent_start(clock, "bidi", "v", "mp3"))
+    playback.sent(audio_chunk(clock, 0, base64.b64decode("AAAA"), 0))
+    assert not playback.playing()
+
+
 @pytest.mark.parametrize(
     ("text", "code"),
     [

@@ -167,7 +167,7 @@ class IncrementalSentenceChunker:
                 verdict = self._terminator(start, pos, limit, line_start)
             elif self._first and self._min_words is not None and char in CLAUSE_MARKS:
                 verdict = self._clause(start, pos, limit)
-            elif self._first and self._max_words is not None and char.isspace() and self._words_to(pos):
+            elif self._first and self._max_words is not None and char.isspace() and self._has_max_words(pos):
                 return self._emit(start, pos)
             else:
                 pos += 1
@@ -186,7 +186,7 @@ class IncrementalSentenceChunker:
         self._resume = pos
         return None
 
-    def _words_to(self, pos: int) -> bool:
+    def _has_max_words(self, pos: int) -> bool:
         """Whether the first chunk holds first_fragment_max_words words before the whitespace at pos.
         Counted from the last whitespace counted (no word straddles it), so each character once."""
         assert self._max_words is not None

@@ -14,9 +14,13 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from emulator.controller.store import Endpoint, Replica, Store, VariantDeployment
-
-LEAST_OUTSTANDING_REQUESTS = "LEAST_OUTSTANDING_REQUESTS"
+from emulator.controller.store import (
+    LEAST_OUTSTANDING_REQUESTS,
+    Endpoint,
+    Replica,
+    Store,
+    VariantDeployment,
+)
 
 
 class RoutingError(Exception):

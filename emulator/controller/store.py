@@ -36,6 +36,13 @@ class Model:
     request: dict[str, Any]
 
 
+# `ProductionVariant.RoutingConfig.RoutingStrategy` values the router honours (botocore also lists
+# PREFIX_AWARE and KV_AWARE, for LLM containers: refused as not emulated).
+RANDOM = "RANDOM"
+LEAST_OUTSTANDING_REQUESTS = "LEAST_OUTSTANDING_REQUESTS"
+ROUTING_STRATEGIES = (RANDOM, LEAST_OUTSTANDING_REQUESTS)
+
+
 @dataclass(frozen=True)
 class Variant:
     """A production variant of an endpoint configuration: which model, on how many replicas."""
@@ -47,8 +54,8 @@ class Variant:
     weight: float
     startup_timeout_s: float | None
     request: dict[str, Any]
-    routing: str = "RANDOM"
-    """`RoutingConfig.RoutingStrategy`: RANDOM (AWS's default) or LEAST_OUTSTANDING_REQUESTS."""
+    routing: str = RANDOM
+    """`RoutingConfig.RoutingStrategy`, one of ROUTING_STRATEGIES (RANDOM is AWS's default)."""
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from emulator.controller.store import EndpointConfig, Model, Variant
+from emulator.controller.store import RANDOM, ROUTING_STRATEGIES, EndpointConfig, Model, Variant
 from emulator.services.sagemaker.errors import validation
 
-# `ProductionVariant.RoutingConfig.RoutingStrategy` values the router honours (botocore also lists
-# PREFIX_AWARE and KV_AWARE, for LLM containers: refused here as not emulated).
-ROUTING_STRATEGIES = ("RANDOM", "LEAST_OUTSTANDING_REQUESTS")
 NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 ENV_KEY_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
@@ -127,7 +124,7 @@ def _variant(raw: Any, index: int) -> Variant:
     if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0):
         raise validation(f"Variant {name}: ContainerStartupHealthCheckTimeoutInSeconds must be > 0")
     routing = raw.get("RoutingConfig") or {}
-    strategy = routing.get("RoutingStrategy", "RANDOM") if isinstance(routing, Mapping) else None
+    strategy = routing.get("RoutingStrategy", RANDOM) if isinstance(routing, Mapping) else None
     if strategy not in ROUTING_STRATEGIES:
         raise validation(
             f"Variant {name}: RoutingConfig.RoutingStrategy must be one of {', '.join(ROUTING_STRATEGIES)}"

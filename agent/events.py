@@ -94,6 +94,11 @@ def interrupted(clock: EventClock, played_ms: float, heard: str | None) -> Event
     return clock.event("interrupted", played_ms=played_ms, heard=heard)
 
 
+def queued(clock: EventClock, position: int) -> Event:
+    """The speech endpoint's replica is full: the turn's audio waits for a slot, `position` in line."""
+    return clock.event("queued", position=position)
+
+
 def error(clock: EventClock, code: str, message: str) -> Event:
     return clock.event("error", code=code, message=message)
 

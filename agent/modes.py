@@ -48,6 +48,7 @@ from agent.events import (
     audio_stream_end,
     audio_stream_start,
     error,
+    queued,
     text_delta,
     words,
 )
@@ -160,6 +161,9 @@ async def _audio_events(
             complete_s += duration_s
             if not turn.pcm:
                 tally.audio_s += duration_s
+        elif chunk.type == "queued":
+            position = chunk.message.get("position")
+            yield queued(clock, position if isinstance(position, int) else 0)
         elif chunk.type == "error":
             yield error(
                 clock, str(chunk.message.get("code", "tts_error")), str(chunk.message.get("message", ""))

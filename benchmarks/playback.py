@@ -61,6 +61,7 @@ def playback(arrivals: list[Arrival]) -> dict[str, Any]:
         "first_stall_at_s": round(stalls[0].at_s, 3) if stalls else None,
         "first_stall_after_audio_s": round(stalls[0].after_audio_s, 3) if stalls else None,
         "heard_by_s": round(heard.heard_by_s, 3),
+        "last_audio_at_s": round(arrivals[-1].at_s, 3),
     }
 
 
@@ -118,6 +119,8 @@ async def level(speak: Any, sessions: int, ping_url: str) -> tuple[list[dict[str
     load = {
         "most_sessions": max((entry["sessions"] for entry in seen), default=None),
         "capacity": seen[-1]["capacity"] if seen else None,
+        # what its calibration claimed (the same as `capacity` unless TTS_CAPACITY sets that)
+        "calibrated": (seen[-1].get("calibration") or {}).get("capacity") if seen else None,
         "saturated_seen": any(entry["saturated"] for entry in seen),
     }
     return [playback(arrivals) for arrivals in runs], load

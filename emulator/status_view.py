@@ -40,6 +40,11 @@ def _load(load: dict[str, Any] | None) -> str:
     if not load:
         return "-"
     text = f"{load.get('sessions')}/{load.get('capacity') or '?'}"
+    if load.get("waiting"):
+        text += f" +{load['waiting']} waiting"
+    calibration = load.get("calibration")
+    if calibration:  # the replica's measured speed (tts/scheduling/calibration.py), ms per decoded frame
+        text += f" ({calibration.get('decode_frame_ms')} ms/frame)"
     return f"{text} SATURATED" if load.get("saturated") else text
 
 

@@ -23,8 +23,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.fixture(scope="session")
 def tts_server() -> Iterator[Server]:
-    """`python -m tts serve` with the real Kokoro model, shared by the whole test session."""
-    with tts_container() as (server, _):
+    """`python -m tts serve` with the real Kokoro model, shared by the whole test session. Its tests
+    check how sessions take turns, so its capacity is set (TTS_CAPACITY), not measured: on a slow CPU
+    the measured one is 1, and a second session would wait for a slot instead of taking turns.
+    Admission has its own server (tests/integration/test_admission.py)."""
+    with tts_container({"TTS_CAPACITY": "4"}) as (server, _):
         yield server
 
 

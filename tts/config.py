@@ -14,6 +14,9 @@ SAGEMAKER_MODEL_DIR = Path("/opt/ml/model")
 # turns each aligned frame into 600 samples (two F0 steps of 300), 25 ms at 24 kHz.
 MAX_PHONEME_TOKENS = 510
 SAMPLES_PER_FRAME = 600
+# No replica claims more sessions than this (a 1-GPU host computes ~100 s of audio a second; the claim
+# is a planning figure, and admitting past it would only lengthen the line): TTS_CAPACITY's bound too.
+MAX_CAPACITY = 64
 
 
 def _env_int(name: str, default: int) -> int:
@@ -41,6 +44,7 @@ class TTSConfig:
     int8_conv: str = "auto"
     engine: str = "onnx"
     workers: int = 1
+    capacity: int = 0
     window_first_frames: int = 12
     window_max_frames: int = 120
     window_context_frames: int = 8
@@ -64,6 +68,10 @@ class TTSConfig:
             raise ValueError(f"TTS_ENGINE must be onnx, torch or auto, got {self.engine!r}")
         if self.workers < 1:
             raise ValueError("TTS_WORKERS must be at least 1")
+        if not 0 <= self.capacity <= MAX_CAPACITY:
+            raise ValueError(
+                f"TTS_CAPACITY must be within 0 (measured at load) and {MAX_CAPACITY}, got {self.capacity}"
+            )
         if not 0 <= self.window_first_frames <= self.window_max_frames:
             raise ValueError(
                 "TTS_WINDOW_FIRST_FRAMES must be within 0 (windowing off) and TTS_WINDOW_MAX_FRAMES, "
@@ -98,6 +106,7 @@ class TTSConfig:
             int8_conv=env.get("TTS_INT8_CONV") or cls.int8_conv,
             engine=env.get("TTS_ENGINE") or cls.engine,
             workers=_env_int("TTS_WORKERS", cls.workers),
+            capacity=_env_int("TTS_CAPACITY", cls.capacity),
             window_first_frames=_env_int("TTS_WINDOW_FIRST_FRAMES", cls.window_first_frames),
             window_max_frames=_env_int("TTS_WINDOW_MAX_FRAMES", cls.window_max_frames),
             window_context_frames=_env_int("TTS_WINDOW_CONTEXT_FRAMES", cls.window_context_frames),

@@ -52,9 +52,11 @@ class RecordingTTSSession:
     i * WORD_MS to 20 ms before the next, from the request's first sample; none with `words=False`, as
     from a container that predates word timings), WORD_MS of silent PCM per word (one chunk each, each
     after `chunk_delay_s`, so an interrupt can land mid-answer) and a `synthesis_complete`, then ends
-    the session once `finish()` was called. `closed_at` notes when the turn released it."""
+    the session once `finish()` was called. `closed_at` notes when the turn released it. With `queued`
+    N, the first request is first told it waits for a slot, at places N down to 1 (a full replica:
+    tts/scheduling/admission.py)."""
 
-    def __init__(self, words: bool = True, chunk_delay_s: float = 0.0) -> None:
+    def __init__(self, words: bool = True, chunk_delay_s: float = 0.0, queued: int = 0) -> None:
         self.sent: list[tuple[float, str]] = []
         self.closed = False
         self.closed_at: float | None = None
@@ -62,11 +64,17 @@ class RecordingTTSSession:
         self._words = words
         self._chunk_delay_s = chunk_delay_s
         self._replies: asyncio.Queue[Any] = asyncio.Queue()
+        self._queued = queued
 
     async def synthesize(self, text: str, request_id: str, voice: str, audio_format: str) -> None:
         self.sent.append((time.perf_counter(), text))
         written = text.split()
         self._replies.put_nowait(Control({"type": "synthesis_start", "request_id": request_id}))
+        for position in range(self._queued, 0, -1):
+            self._replies.put_nowait(
+                Control({"type": "queued", "request_id": request_id, "position": position})
+            )
+        self._queued = 0
         if self._words:
             timings = [
                 {"text": word, "start_ms": i * WORD_MS, "end_ms": (i + 1) * WORD_MS - 20}

@@ -39,6 +39,21 @@ async def test_bidi_sends_each_sentence_before_the_model_has_finished() -> None:
     assert first_audio < last_text  # audio of the first sentence arrives before the answer's end
 
 
+async def test_a_turn_waiting_for_a_slot_relays_its_place_then_speaks() -> None:
+    """A full replica tells the session it waits (`queued`, its place in line): the turn passes each
+    place on, then its audio, and ends ok."""
+    model, session = LateLastDeltaModel(ANSWER, 0.0), RecordingTTSSession(queued=2)
+
+    async def open_session() -> RecordingTTSSession:
+        return session
+
+    events = [e async for e in run_bidi(Turn("Weather?", first_fragment_min_words=None), model, open_session)]
+    kinds = [e["type"] for e in events]
+    places = [e["position"] for e in events if e["type"] == "queued"]
+    assert places == [2, 1]
+    assert kinds.index("queued") < kinds.index("audio_chunk") and events[-1]["ok"] is True
+
+
 async def test_batch_sends_the_whole_answer_once_it_is_complete() -> None:
     model, session = LateLastDeltaModel(ANSWER, LAST_DELAY_S), RecordingTTSSession()
 

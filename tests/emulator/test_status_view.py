@@ -65,7 +65,16 @@ def test_status_shows_each_replicas_load_and_saturation() -> None:
         "variants": [],
         "replicas": [
             replica("tts-a", {"sessions": 4, "capacity": 3, "saturated": True}),
-            replica("tts-b", {"sessions": 2, "capacity": 3, "saturated": False}),
+            replica(
+                "tts-b",
+                {
+                    "sessions": 2,
+                    "capacity": 3,
+                    "saturated": False,
+                    "waiting": 1,
+                    "calibration": {"decode_frame_ms": 3.8},
+                },
+            ),
             replica("tts-c", None),
         ],
     }
@@ -77,7 +86,7 @@ def test_status_shows_each_replicas_load_and_saturation() -> None:
     }
     assert "LOAD" in rows["REPLICA"]
     assert "4/3 SATURATED" in rows["tts-a"]
-    assert "2/3" in rows["tts-b"] and "SATURATED" not in rows["tts-b"]
+    assert "2/3 +1 waiting (3.8 ms/frame)" in rows["tts-b"] and "SATURATED" not in rows["tts-b"]
     assert "SATURATED" not in rows["tts-c"]
 
 

@@ -24,7 +24,7 @@ def test_ping_names_the_torch_engine_and_its_device(tts_server):
         "engine": "torch",
         "device": "cpu",
     }
-    assert set(body["load"]) == {"sessions", "capacity", "saturated"}
+    assert set(body["load"]) == {"sessions", "capacity", "saturated", "waiting", "calibration"}
 
 
 test_two_sentences_on_one_session = core.test_two_sentences_on_one_session

@@ -298,4 +298,5 @@ def test_ping_names_the_engine_and_its_device(tts_server):
     body = httpx.get(f"{tts_server.http}/ping", timeout=10).json()
     load = body.pop("load")
     assert body == {"status": "ok", "engine": "onnx", "device": "CPUExecutionProvider"}
-    assert set(load) == {"sessions", "capacity", "saturated"} and load["capacity"] >= 1, load
+    assert set(load) == {"sessions", "capacity", "saturated", "waiting", "calibration"}, load
+    assert load["capacity"] >= 1 and load["calibration"]["decode_frame_ms"] > 0, load

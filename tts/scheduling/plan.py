@@ -10,9 +10,12 @@ side, each on one thread: on a CPU, two one-thread decoders get through about a 
 than one decoder on two threads (measured in tts/README.md), and the first window keeps every thread
 for itself. A segment is decoded step by step as the plan says by `steps.py`.
 
-That fixed plan (`steps`) is what a step is without a listener to keep ahead of (tools, tests); a
-session's first window may be stretched to outlast the steps that must come before its next one
-(`cover_s`). Given a budget, the seconds until the listener would run out of audio
+That fixed plan (`steps`) is what a step is without a listener to keep ahead of (tools, tests). With the
+decoder's measured speed, a segment's first window is the ramp's (`first_window`): the shortest one that
+the steps after it can follow without a gap, each computed while the audio before it plays, on an engine
+shared by `sharing` sessions taking turns; so a slower CPU (or a busier engine) gets a somewhat longer
+first window, not a fixed stretch that is too short there and too long here. Given a budget, the
+seconds until the listener would run out of audio
 (the scheduler knows: `scheduler.py`), `WindowPlan.step` sizes the next step from how fast this
 machine decodes instead (`speed.py`: measured at load, then updated from every step it times): the
 longest step, up to `max_frames`, whose predicted time fits BUDGET_SHARE of the budget, never shorter
@@ -23,7 +26,7 @@ seconds buffered gets long steps (fewer context frames decoded twice, more sessi
 from __future__ import annotations
 
 import itertools
-import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tts.config import TTSConfig
@@ -38,21 +41,21 @@ MIN_LANE_FRAMES = 48
 # estimate is a typical step, and the rest covers a slower one, the encoder, the socket and the
 # scheduler's own turn (its policy: scheduler.py).
 BUDGET_SHARE = 0.75
-# A stretched first window (`WindowPlan.step`'s `cover_s`) lasts this much longer than the time it must
-# cover: a tenth, not a quarter, because every frame of it is paid for in first audio (7-8 ms a frame
-# on 2 cores).
-FIRST_COVER_SHARE = 0.9
-# ... and grows at most this many times: every frame of it is paid for in first audio. A session alone
-# never stretches far (it covers its own next step: 12-14 frames, 163-186 ms of first audio on a quiet
-# 2-core CPU); three arriving together need 30-45 frames each to outlast the others' first turns, and
-# with twice (24 frames) each of them stalled once, 0.1-0.3 s, at the start (BENCHMARKS.md, "Playback").
-# Four times costs at most 36 frames, about 0.27 s on that CPU.
-FIRST_STRETCH = 4
 # The shortest step a budget may ask for after a segment's first window: half of MIN_LANE_FRAMES, so a
 # listener 0.3 s from a gap (the first window's audio) can be served in time on 2 cores (about 0.2 s for
 # 24 frames and their context). Whisper hears streams of such steps as it hears whole-segment audio
 # (tests/tts/scheduling/test_plan.py, the shortest budgeted steps); the fixed plan keeps its longer windows.
 MIN_STEP_FRAMES = 24
+
+
+@dataclass(frozen=True)
+class Work:
+    """A segment still to compute, as the ramp sees it: its `frames`, the time its text side will take
+    (0 once run), and the frame it is computed from (`start`)."""
+
+    frames: int
+    text_s: float = 0.0
+    start: int = 0
 
 
 @dataclass(frozen=True)
@@ -98,22 +101,24 @@ class WindowPlan:
         frames: int,
         budget_s: float | None = None,
         speed: DecodeSpeed | None = None,
-        cover_s: float = 0.0,
+        sharing: int = 0,
+        later: Sequence[Work] = (),
     ) -> list[tuple[int, int]]:
         """The segment's step number `index`, from frame `start` of `frames`. Without a budget, the fixed
         plan: a step spans `growth` times the last, up to `max_frames`, and a remainder under half a
-        step joins it; a first window (`first_frames`) grows, up to FIRST_STRETCH times, until its
-        audio lasts `cover_s` (the time, by `speed`, until the listener's next step can be done) with
-        a tenth to spare. With `budget_s` (seconds until the listener runs out) and `speed`, the longest
-        step whose predicted time fits BUDGET_SHARE of the budget, from MIN_STEP_FRAMES (a segment's
-        first window: `first_frames`) up to `max_frames`; a remainder shorter than that floor joins it.
-        When even the floor would not be done within the budget, the listener waits whatever the step,
-        and the fixed plan's step is taken (its growth spends the least time on context frames)."""
+        step joins it; with `speed` and `sharing` (the sessions taking turns on the engine, this one
+        included) a first window is the ramp's (`first_window`, followed by the `later` work). With
+        `budget_s` (seconds until the listener runs out) and `speed`, the longest step whose predicted
+        time fits BUDGET_SHARE of the budget, from MIN_STEP_FRAMES (a segment's first window:
+        `first_frames`) up to `max_frames`; a remainder shorter than that floor joins it. When even the
+        floor would not be done within the budget, the listener waits whatever the step, and the fixed
+        plan's step is taken (its growth spends the least time on context frames)."""
         if not self.first_frames or frames <= self.first_frames:
             return [(0, frames)]
         if index == 0 and budget_s is None:
-            covering = math.ceil(cover_s / FIRST_COVER_SHARE / FRAME_S)
-            stop = min(frames, max(self.first_frames, min(covering, FIRST_STRETCH * self.first_frames)))
+            stop = self.first_frames
+            if speed is not None and sharing:
+                stop = self.first_window(frames, speed, sharing, later)
             return [(0, frames if frames - stop < stop // 2 else stop)]
         floor = self.first_frames if index == 0 else MIN_STEP_FRAMES
         if (
@@ -138,6 +143,54 @@ class WindowPlan:
         if frames - stop < floor:
             stop = frames
         return self._split(start, stop, index, frames)
+
+    def first_window(
+        self, frames: int, speed: DecodeSpeed, sharing: int = 1, later: Sequence[Work] = ()
+    ) -> int:
+        """The ramp: the shortest first window, from `first_frames` up to `max_frames`, after which every
+        step of this segment and of the `later` work can be computed while the audio before it plays
+        (`follows`). Found by bisection: a longer first window never makes what follows harder. When
+        not even `max_frames` does (an engine slower than real time), `max_frames`: the scheduler
+        then holds the audio back until enough is computed (`follows` again, `scheduler.py`)."""
+        longest = min(frames, self.max_frames)
+        first = self.first_frames
+        if self.follows(first * FRAME_S, [Work(frames, 0.0, first), *later], speed, sharing):
+            return first
+        if not self.follows(longest * FRAME_S, [Work(frames, 0.0, longest), *later], speed, sharing):
+            return longest
+        low, high = self.first_frames, longest
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self.follows(middle * FRAME_S, [Work(frames, 0.0, middle), *later], speed, sharing):
+                high = middle
+            else:
+                low = middle
+        return high
+
+    def follows(self, buffered_s: float, work: Sequence[Work], speed: DecodeSpeed, sharing: int = 1) -> bool:
+        """Whether a listener with `buffered_s` of audio ahead never waits while `work` (segments in
+        order, the first from its frame `start`) is computed: each step, sized by `step` to the audio
+        buffered (its turn comes after `sharing - 1` others' of the same length), and each later
+        segment's text side, is predicted to take at most BUDGET_SHARE of what is buffered when it
+        starts: D(n_k+1) <= share * buffered, the buffered audio growing by every step's frames and
+        shrinking by every turn's time."""
+        buffered = buffered_s
+        for segment in work:
+            start, frames = segment.start, segment.frames
+            index = 1 if start else 0
+            took = sharing * segment.text_s
+            if took > BUDGET_SHARE * buffered:
+                return False
+            buffered -= took
+            while start < frames:
+                step = self.step(start, index, frames, buffered / sharing, speed)
+                stop = step[-1][1]
+                took = sharing * speed.seconds(self._decoded(start, stop - start, frames, index))
+                if took > BUDGET_SHARE * buffered:
+                    return False
+                buffered += (stop - start) * FRAME_S - took
+                start, index = stop, index + 1
+        return True
 
     def _split(self, start: int, stop: int, index: int, frames: int) -> list[tuple[int, int]]:
         """[start, stop) as one window, or after a segment's first step evenly across the lanes, each

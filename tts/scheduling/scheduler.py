@@ -11,24 +11,15 @@ Within a session the next step starts the moment the previous one is done (no id
 is being sent). A session has at most one step in flight, which keeps its audio in order even with
 several workers.
 
-Policy (deadlines). Each session has a listener, modelled as a player that starts at the session's
-first audio and plays at real time: it runs out of audio at `runs_out_at` (the first audio's time plus
-the audio computed since, restarted from the moment of any step that came too late). The deadline of a
-session's next step is that moment; a session whose listener has nothing to play yet (a new session, or
-one whose last answer has played out) gets its first-audio target instead, its head job's arrival plus
-FIRST_AUDIO_TARGET_S, plus one shortest step for each listener already playing (a late first audio is a
-longer wait before speech; a playing listener's gap is a stutter in it). Every turn the worker takes
-the session with the earliest deadline (ties: the one waiting longest). Sessions far ahead of their
-listeners have late deadlines, so they yield to every session closer to a gap, and run only when nobody
-nearer needs the engine. The step itself is sized to the time left (`WindowPlan.step`): the chosen
-session's slack, and no more than each other waiting session's slack divided by its place in the
-deadline order (the k-th must see k steps done before its own listener runs out), so one long step
-cannot make the next session stall; a listener that will wait whatever the step gets the fixed plan's
-step instead (the most audio per second of decoding). A step that begins a segment first runs its
-text side, and the decoder gets what is left of the budget.
-A session's first window is the configured one, stretched (up to four times: FIRST_STRETCH) until its
-audio outlasts one turn of every other session with work (a playing one's shortest step, a new one's
-first turn: text side and first window, timed as they run) and its own next step.
+Policy (deadlines: `deadlines.py`). Every turn the worker takes the session with the earliest deadline
+(ties: the one waiting longest): a playing listener's is when it runs out of audio, a new session's when
+its first turn would be done. Sessions far ahead of their listeners have late deadlines, so they yield
+to every session closer to a gap, and run only when nobody nearer needs the engine. The step itself is
+sized to the time left (`WindowPlan.step`, `deadlines.budget`); a listener that will wait whatever the
+step gets the fixed plan's step instead (the most audio per second of decoding). A step that begins a
+segment first runs its text side, and the decoder gets what is left of the budget. A session's first
+window is the ramp's (`WindowPlan.first_window`) for the sessions admitted with work: the shortest
+that the steps after it can follow, each computed while the audio before it plays.
 - No starvation: a waiting session's deadline stays where it is, while every step served moves the
   served session's deadline later by the audio it computed (a step after which the listener would
   already have run out restarts it from now), so every waiting session reaches the front.
@@ -40,11 +31,11 @@ first turn: text side and first window, timed as they run) and its own next step
   prepared is passed over until it is ready, so one user's long text never holds back another's first
   audio. TEXT_WORKERS threads, so that a short request waits behind a long one only when that many long
   ones came before it (espeak-ng itself is called under one lock: `tts/text/g2p.py`).
-- Saturation: `load` counts the sessions with audio to compute and the sessions the engine can
-  keep gap-free (`capacity`, from the measured decoder speed: CAPACITY_SHARE of the audio seconds a
-  full-size step computes per second). While started sessions with work fill the capacity, a new
-  session's first-audio deadline moves SATURATED_WAIT_S later: new sessions wait longer for first audio rather
-  than every listener stalling, and none waits without bound. `/ping` reports `load`.
+- Admission (`admission.py`): the calibration (`calibration.py`) says how many sessions the engine keeps
+  gap-free (`capacity`). A session holds its slot from its first message until its listener has played
+  out all it was sent; while the slots are full, a new session waits in line, told its place
+  (`Queued` on its audio queue), and is admitted first in line when a slot frees; past
+  `max_waiting(capacity)` it is refused (`EngineBusy`). `/ping` reports `load`.
 
 Backpressure: a session's synthesis runs at most AHEAD_LIMIT_S of audio ahead of its reader. A job's
 PCM waits in its `AudioQueue` until the reader (the session's sender, or `POST /invocations`) takes it;
@@ -58,6 +49,7 @@ everything, in order (nothing is dropped, only computed later).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
@@ -67,9 +59,10 @@ from dataclasses import dataclass, field
 
 from facts import PCM_BYTES_PER_S
 from tts.engines.base import CancelFlag, RunFlag, SpeechEngine, SynthesisCancelled
-from tts.engines.decode import FRAME_S
-from tts.scheduling.plan import MIN_STEP_FRAMES, WindowPlan
-from tts.scheduling.speed import SPEED_SMOOTHING, DecodeSpeed
+from tts.scheduling import deadlines
+from tts.scheduling.admission import SENTENCE_TOKENS, EngineBusy, Queued, capacity, max_waiting
+from tts.scheduling.calibration import Calibration
+from tts.scheduling.plan import MIN_STEP_FRAMES, WindowPlan, Work
 from tts.scheduling.steps import WindowedDecode, windowed
 from tts.text.timings import TimedWords, WordTokens
 from tts.wire.audio import float_to_pcm16, pcm_seconds
@@ -87,19 +80,7 @@ log = logging.getLogger("tts.scheduling.scheduler")
 # queue (45 s of audio and +217 MB measured without the bound) and no longer takes engine turns.
 AHEAD_LIMIT_S = 10.0
 AHEAD_LIMIT_BYTES = int(AHEAD_LIMIT_S * PCM_BYTES_PER_S)
-# A new session's first audio is due this long after its message (issue 27's target for a 20-word
-# first sentence on a 2-core CPU: the text side ~160 ms plus the 12-frame first window ~150 ms).
-FIRST_AUDIO_TARGET_S = 0.4
-# Saturated, a new session's first-audio deadline moves this much later: it then comes after every
-# playing listener with less than that buffered, and is still served within it (no starvation). About
-# one sentence of an answer, so that a playing session can finish its answer before the new one starts.
-SATURATED_WAIT_S = 4.0
-# The share of the engine's full-speed audio rate that keeps listeners gap-free: the rest is the text
-# side, the short first windows of every sentence and the event loop. Measured (`python -m benchmarks
-# playback`, BENCHMARKS.md "Playback", 2 shared cores): two or three sessions kept (nearly) gap-free,
-# four all stalling 4-5 s, while a full-size step computed 5-5.7 s of audio a second; 0.6 of that
-# claims 3. At 0.7 the claim read 4 when the fourth session came, and all four stalled together.
-CAPACITY_SHARE = 0.6
+AudioItem = bytes | TimedWords | Queued | BaseException | None
 
 
 # Threads that prepare jobs' text (G2P, word mapping): see "Text work" above. The mapping is pure Python
@@ -108,9 +89,10 @@ CAPACITY_SHARE = 0.6
 TEXT_WORKERS = 4
 
 
-class AudioQueue(asyncio.Queue[bytes | TimedWords | BaseException | None]):
+class AudioQueue(asyncio.Queue[AudioItem]):
     """A job's PCM, one item per decoder step (each segment's words before its first step when the
-    request asked for timestamps): counts the PCM bytes computed and not yet taken, and
+    request asked for timestamps; its place in line while its session waits for a slot): counts the
+    PCM bytes computed and not yet taken, and
     calls `on_taken(bytes)` whenever its reader takes some (the scheduler's backpressure)."""
 
     def __init__(self) -> None:
@@ -120,12 +102,12 @@ class AudioQueue(asyncio.Queue[bytes | TimedWords | BaseException | None]):
 
     # `_put` and `_get` are asyncio.Queue's hooks for subclasses (as PriorityQueue uses them), so the
     # count holds for every way of putting and getting.
-    def _put(self, item: bytes | TimedWords | BaseException | None) -> None:
+    def _put(self, item: AudioItem) -> None:
         if isinstance(item, bytes):
             self.pcm_bytes += len(item)
         super()._put(item)
 
-    def _get(self) -> bytes | TimedWords | BaseException | None:
+    def _get(self) -> AudioItem:
         item = super()._get()
         if isinstance(item, bytes):
             self.pcm_bytes -= len(item)
@@ -155,16 +137,26 @@ class Job:
     started_at: float | None = None  # a worker first took it up: its wait in the queue ends
     run_options: RunFlag = field(default_factory=CancelFlag)
     budget_s: float | None = None  # the time its next step may take (set by the scheduler each turn)
-    cover_s: float = 0.0  # a first window's audio must last this long (set with `budget_s`)
+    sharing: int = 1  # sessions admitted with work, this one included (set with `budget_s`)
+    position: int | None = None  # its place in line, as last told (None: its session is admitted)
+    later_segments: list[Work] = field(default_factory=list)  # its segments after the one being decoded
+    later_jobs: list[Work] = field(default_factory=list)  # the session's queued jobs (set each turn)
 
 
 class Scheduler:
     def __init__(
-        self, engine: SpeechEngine, plan: WindowPlan, speed: DecodeSpeed | None = None, workers: int = 1
+        self,
+        engine: SpeechEngine,
+        plan: WindowPlan,
+        calibration: Calibration | None = None,
+        workers: int = 1,
+        capacity: int = 0,
     ) -> None:
         self._engine = engine
         self.plan = plan
-        self.speed = speed  # None: not measured, so no step is sized and no capacity claimed
+        # None: not measured, so no step is sized, no first window ramped and no capacity claimed.
+        self.calibration = calibration
+        self.speed = calibration.decode if calibration is not None else None
         self._workers = workers
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kokoro")
         self._text_pool = ThreadPoolExecutor(max_workers=TEXT_WORKERS, thread_name_prefix="kokoro-text")
@@ -174,7 +166,16 @@ class Scheduler:
         self._ahead: dict[Hashable, int] = {}  # per owner: PCM bytes computed and not yet taken
         self._held: set[Hashable] = set()  # owners left out of the rotation: AHEAD_LIMIT_BYTES ahead
         self._runs_out_at: dict[Hashable, float] = {}  # per owner: when its listener runs out of audio
-        self._text_side_s: float | None = None  # a segment's text side (and G2P), as timed so far
+        self._admitted: set[Hashable] = set()  # owners holding a slot (all of them without a calibration)
+        self._waiting: deque[Hashable] = deque()  # owners in line for a slot, first come first
+        self._closed: set[Hashable] = set()  # owners that send nothing more (`closed`)
+        self._capacity: tuple[float, int] | None = None  # (when computed, capacity)
+        self._fixed_capacity = capacity  # TTS_CAPACITY: the operator's figure; 0: the calibration's
+        # Per owner whose listener has not started: the audio computed so far, kept back until it lets
+        # the listener play the rest without a gap (`_lead_done`), and its seconds.
+        self._lead: dict[Hashable, list[tuple[Job, bytes | TimedWords | None]]] = {}
+        self._lead_s: dict[Hashable, float] = {}
+        self.refused = 0  # sessions refused with `busy` since start (for metrics)
         self._wakeup = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -201,39 +202,106 @@ class Scheduler:
 
     @property
     def load(self) -> dict[str, object]:
-        """For `/ping`: the sessions with audio to compute, the sessions the engine can keep gap-free
-        (None until the decoder speed is measured), and whether the first are more than the second."""
+        """For `/ping`: the sessions with audio to compute, the sessions the engine keeps gap-free
+        (None until calibrated), whether the first are more, the sessions waiting for a slot, and the
+        calibration's figures as they stand."""
         capacity = self.capacity
+        calibration = self.calibration
         return {
             "sessions": len(self._queues),
             "capacity": capacity,
             "saturated": capacity is not None and len(self._queues) > capacity,
+            "waiting": len(self._waiting),
+            "calibration": None
+            if calibration is None
+            else calibration.summary() | {"capacity": self.calibrated_capacity},
         }
 
     @property
     def capacity(self) -> int | None:
-        """Sessions the engine keeps gap-free: CAPACITY_SHARE of the audio seconds per second that a
-        full-size step computes, by the decoder speed measured at load and updated since."""
-        speed = self.speed
-        if speed is None:
+        """Sessions this replica admits at once: TTS_CAPACITY where the operator set it (say, from
+        `python -m benchmarks capacity`), else `calibrated_capacity`."""
+        return self._fixed_capacity or self.calibrated_capacity
+
+    @property
+    def calibrated_capacity(self) -> int | None:
+        """Sessions the engine keeps gap-free (`admission.capacity`) by the calibration as it stands,
+        recomputed at most once a second (it follows every timed step)."""
+        if self.calibration is None:
             return None
-        plan = self.plan
-        frames = 1_000_000  # a step well inside a long segment: the plan's largest
-        step = plan.step(plan.max_frames, 8, frames)
-        decoded = [stop - start + 2 * plan.context_frames for start, stop in step]
-        rate = (step[-1][1] - step[0][0]) * FRAME_S / speed.seconds(decoded)
-        return max(1, int(rate * CAPACITY_SHARE))
+        now = time.perf_counter()
+        if self._capacity is None or now - self._capacity[0] > 1.0:
+            self._capacity = (now, capacity(self.plan, self.calibration))
+        return self._capacity[1]
 
     def submit(self, owner: Hashable, request: Synthesize) -> Job:
         job = Job(owner=owner, request=request, run_options=self._engine.run_flag())
         job.audio.on_taken = lambda taken: self._taken(owner, taken)
+        if owner not in self._admitted and owner not in self._waiting:
+            capacity = self.capacity
+            if capacity is None or (len(self._admitted) < capacity and not self._waiting):
+                self._admitted.add(owner)
+            elif len(self._waiting) >= max_waiting(capacity):
+                self.refused += 1
+                job.finished = True
+                job.audio.put_nowait(
+                    EngineBusy(f"all {capacity} slots busy and {len(self._waiting)} sessions waiting")
+                )
+                return job
+            else:
+                self._waiting.append(owner)
         prepared = asyncio.get_running_loop().run_in_executor(self._text_pool, self._prepare_text, job)
         prepared.add_done_callback(lambda _: self._wakeup.set())
         self._queues.setdefault(owner, deque()).append(job)
-        if owner not in self._in_flight and owner not in self._rotation and owner not in self._held:
+        if owner in self._waiting:
+            self._tell_places()
+        elif owner not in self._in_flight and owner not in self._rotation and owner not in self._held:
             self._rotation.append(owner)
         self._wakeup.set()
         return job
+
+    def _tell_places(self) -> None:
+        """Each waiting session's head job hears its place in line whenever it changes."""
+        for position, owner in enumerate(self._waiting, 1):
+            head = self._queues[owner][0]
+            if head.position != position:
+                head.position = position
+                head.audio.put_nowait(Queued(position))
+
+    def closed(self, owner: Hashable) -> None:
+        """`owner` sends no more (its session closed; a one-shot request): its slot frees once its
+        work is computed, without waiting for its listener to play it out."""
+        if owner in self._admitted or owner in self._waiting:
+            self._closed.add(owner)
+            self._wakeup.set()
+
+    def _admit(self, now: float) -> None:
+        """Free the slots of the sessions with nothing queued or in flight whose listeners have played
+        out all they were sent, or which send no more (`closed`), then admit the first in line while
+        slots are free."""
+        for owner in list(self._admitted):
+            idle = owner not in self._queues and owner not in self._in_flight
+            if idle and (owner in self._closed or self._runs_out_at.get(owner, 0.0) <= now):
+                self._admitted.discard(owner)
+                self._closed.discard(owner)
+        capacity = self.capacity
+        admitted = False
+        while self._waiting and (capacity is None or len(self._admitted) < capacity):
+            owner = self._waiting.popleft()
+            self._admitted.add(owner)
+            for job in self._queues[owner]:
+                job.position = None
+            self._rotation.append(owner)
+            admitted = True
+        if admitted:
+            self._tell_places()
+
+    def _slot_frees_at(self) -> float | None:
+        """When the next slot frees by itself (a listener playing out its last audio), if anyone waits."""
+        if not self._waiting:
+            return None
+        idle = [self._runs_out_at.get(o, 0.0) for o in self._admitted if o not in self._queues]
+        return min(idle) if idle else None
 
     def cancel(self, job: Job) -> None:
         """Drop the job's queued steps; terminate its forward pass if one is running. A job whose
@@ -268,64 +336,63 @@ class Scheduler:
         if not self._queues.get(owner) and owner not in self._in_flight:
             self._held.discard(owner)
             self._queues.pop(owner, None)
+            self._start_listener(owner)  # what it computed before its cancel, if anything (skipped)
+            if owner in self._waiting:  # it gave up its place: the others move up
+                self._waiting.remove(owner)
+                self._tell_places()
+            self._wakeup.set()  # its slot may free: `_admit`
             if self._runs_out_at.get(owner, 0.0) <= time.perf_counter():
                 self._runs_out_at.pop(owner, None)  # played out: its next message starts afresh
             if owner in self._rotation:
                 self._rotation.remove(owner)
 
-    def _deadline(self, owner: Hashable, now: float, started: int) -> float:
-        """When `owner`'s listener runs out of audio; for one with nothing to play yet, its first-audio
-        target (later while the `started` sessions, playing or stalled, fill the capacity)."""
+    def _deadline(self, owner: Hashable, started: int) -> float:
+        """When `owner`'s listener runs out of audio; for one with nothing to play yet, when its first
+        turn would be done after one shortest step of each other `started` session."""
         head = self._queues[owner][0]
         runs_out_at = self._runs_out_at.get(owner)
         if runs_out_at is not None and runs_out_at > head.submitted_at:
             return runs_out_at
         others = started - (owner in self._runs_out_at)
-        capacity = self.capacity
-        if capacity is not None and others >= capacity:
-            wait = SATURATED_WAIT_S
-        else:  # one shortest step of each playing listener first: a late first audio is not a gap
-            wait = others * self._shortest_step_s()
-        return head.submitted_at + FIRST_AUDIO_TARGET_S + wait
+        return deadlines.first_audio_due(
+            head.submitted_at, self._first_turn_s(), others, self._shortest_step_s()
+        )
 
     def _prepared(self, owner: Hashable) -> bool:
         head = self._queues[owner][0]
         return head.segments is not None or head.text_error is not None or head.cancelled
 
     async def _next(self) -> Job:
-        while not (ready := [o for o in self._rotation if self._prepared(o)]):
+        while True:
+            self._admit(time.perf_counter())
+            if ready := [o for o in self._rotation if self._prepared(o)]:
+                break
             self._wakeup.clear()
-            await self._wakeup.wait()
+            frees_at = self._slot_frees_at()
+            timeout = None if frees_at is None else max(0.0, frees_at - time.perf_counter()) + 0.001
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout)
         now = time.perf_counter()
         self._runs_out_at = {o: t for o, t in self._runs_out_at.items() if t > now or o in self._queues}
         # Started sessions with work to do, playing or stalled: each needs the engine at real time. (One
         # whose work is done is not counted, though its listener may still be playing: a closed session
         # looks the same from here.)
         started = sum(1 for owner in self._runs_out_at if owner in self._queues)
-        deadlines = sorted(
-            ((self._deadline(o, now, started), n, o) for n, o in enumerate(ready)),
+        order = sorted(
+            ((self._deadline(o, started), n, o) for n, o in enumerate(ready)),
             key=lambda entry: entry[:2],
         )
-        deadline, _, owner = deadlines[0]
+        deadline, _, owner = order[0]
         self._rotation.remove(owner)
         self._in_flight.add(owner)
         job = self._queues[owner][0]
         playing = owner in self._runs_out_at and deadline == self._runs_out_at[owner]
-        # The k-th most urgent session must see k steps done before its listener runs out.
-        job.budget_s = (
-            max(0.0, min((d - now) / rank for rank, (d, *_) in enumerate(deadlines, 1))) if playing else None
-        )
-        job.cover_s = 0.0 if playing else self._cover_s(owner, [o for *_, o in deadlines])
+        job.budget_s = deadlines.budget(now, [due for due, *_ in order]) if playing else None
+        job.sharing = max(1, sum(1 for o in self._admitted if o in self._queues))
+        job.later_jobs = self._estimated(list(self._queues[owner])[1:])
+        if owner not in self._runs_out_at and owner not in self._lead and self.calibration is not None:
+            self._lead[owner], self._lead_s[owner] = [], 0.0
         return job
-
-    def _cover_s(self, owner: Hashable, waiting: list[Hashable]) -> float:
-        """How long `owner`'s first window must last: until its next step can be done, after one turn of
-        every other session with work (a started one's shortest step; a new one's first turn, its text
-        side and first window, which at 0.3 s on 2 cores is half as long again as a shortest step) and
-        then its own."""
-        shortest = self._shortest_step_s()
-        others = [o for o in waiting if o != owner] + [o for o in self._in_flight if o != owner]
-        return shortest + sum(shortest if o in self._runs_out_at else self._first_turn_s() for o in others)
 
     def _shortest_step_s(self) -> float:
         """Predicted time of a budgeted step at its floor (MIN_STEP_FRAMES and its context)."""
@@ -335,12 +402,15 @@ class Scheduler:
         return speed.seconds([MIN_STEP_FRAMES + 2 * self.plan.context_frames])
 
     def _first_turn_s(self) -> float:
-        """Predicted time of a segment's first turn: its text side and its first window."""
-        speed = self.speed
-        if speed is None:
+        """Predicted time of a sentence's first turn alone on the engine: its text side and first
+        window (the configured one: the shortest the ramp gives)."""
+        calibration = self.calibration
+        if calibration is None:
             return 0.0
         plan = self.plan
-        return (self._text_side_s or 0.0) + speed.seconds([plan.first_frames + 2 * plan.context_frames])
+        return calibration.text.seconds(SENTENCE_TOKENS) + calibration.decode.seconds(
+            [plan.first_frames + plan.context_frames]
+        )
 
     def _prepare_text(self, job: Job) -> None:
         """In the text worker: the job's G2P, and with timestamps the mapping of its written words;
@@ -378,17 +448,22 @@ class Scheduler:
             if not job.segments:
                 return None
             tokens = job.segments.pop(0)
+            began = time.perf_counter()
             features = self._engine.features(tokens, request.voice, request.speed, job.run_options)
+            calibration = self.calibration
+            if calibration is not None:
+                calibration.text.observe(len(tokens), time.perf_counter() - began)
+                job.later_segments = [
+                    Work(calibration.frames(len(t) + 2), calibration.text.seconds(len(t)))
+                    for t in job.segments
+                ]
             job.windows = windowed(self._engine, features, self.plan, self.speed, job.run_options)
             if job.word_tokens:
                 job.words = job.word_tokens.pop(0).times(features.durations, job.samples)
-            spent = time.perf_counter() - started
-            last = self._text_side_s
-            self._text_side_s = spent if last is None else last + SPEED_SMOOTHING * (spent - last)
         budget = job.budget_s
         if budget is not None:
             budget = max(0.0, budget - (time.perf_counter() - started))
-        audio = job.windows.next(budget, job.cover_s)
+        audio = job.windows.next(budget, job.sharing, job.later_segments + job.later_jobs)
         job.samples += len(audio)
         return float_to_pcm16(audio)
 
@@ -404,21 +479,81 @@ class Scheduler:
             try:
                 pcm = await loop.run_in_executor(self._pool, self._run_step, job)
                 if job.words is not None and not job.cancelled:
-                    job.audio.put_nowait(job.words)
+                    self._deliver(job, job.words)
                     job.words = None
                 if pcm is not None and not job.cancelled:
-                    self._ahead[job.owner] = self._ahead.get(job.owner, 0) + len(pcm)
-                    job.audio.put_nowait(pcm)
-                    self._played(job.owner, pcm_seconds(len(pcm)))
+                    self._deliver(job, pcm)
                 finished = job.cancelled or self._exhausted(job)
             except SynthesisCancelled:
                 finished = True
             except Exception as exc:
                 log.exception("synthesis failed for request %s", job.request.request_id)
+                self._start_listener(job.owner)
                 job.audio.put_nowait(exc)
                 job.cancelled = True
                 finished = True
             self._release(job, finished)
+
+    def _deliver(self, job: Job, item: bytes | TimedWords | None) -> None:
+        """Hand `item` to the job's reader, or, while its listener has not started, keep it in the lead
+        (the audio computed before the listener starts: `_lead_done`)."""
+        lead = self._lead.get(job.owner)
+        if lead is not None:
+            lead.append((job, item))
+            if isinstance(item, bytes):
+                self._lead_s[job.owner] += pcm_seconds(len(item))
+            return
+        if isinstance(item, bytes):
+            self._ahead[job.owner] = self._ahead.get(job.owner, 0) + len(item)
+            job.audio.put_nowait(item)
+            self._played(job.owner, pcm_seconds(len(item)))
+        else:
+            job.audio.put_nowait(item)
+
+    def _lead_done(self, owner: Hashable, job: Job) -> bool:
+        """Whether the lead computed so far lets the listener start and never wait for the work left
+        (this job's and the session's queued ones: `WindowPlan.follows`). On an engine faster than
+        real time that is the first window (the ramp chose it so); slower, it is most of the answer."""
+        queue = self._queues.get(owner) or deque()
+        work: list[Work] = []
+        if not job.finished:
+            if job.windows is not None and not job.windows.done:
+                work.append(job.windows.remaining)
+            work += job.later_segments
+        work += self._estimated(list(queue)[1:] if queue and queue[0] is job else list(queue))
+        speed = self.speed
+        if not work or speed is None:
+            return True
+        sharing = max(1, sum(1 for o in self._admitted if o in self._queues))
+        return self.plan.follows(self._lead_s[owner], work, speed, sharing)
+
+    def _start_listener(self, owner: Hashable) -> None:
+        """Release the lead to the readers: the listener starts now with all of it."""
+        lead, seconds = self._lead.pop(owner, None), self._lead_s.pop(owner, 0.0)
+        if lead is None:
+            return
+        for job, item in lead:
+            if job.cancelled:
+                continue
+            if isinstance(item, bytes):
+                self._ahead[owner] = self._ahead.get(owner, 0) + len(item)
+            job.audio.put_nowait(item)
+        if seconds:
+            self._played(owner, seconds)
+
+    def _estimated(self, jobs: list[Job]) -> list[Work]:
+        """Queued jobs as the ramp sees them: their segments' tokens once their text is prepared."""
+        calibration = self.calibration
+        if calibration is None:
+            return []
+        work = []
+        for job in jobs:
+            if job.segments is None:  # its text worker has not finished: its characters' typical tokens
+                counts = [round(len(job.request.text) * calibration.tokens_per_char)]
+            else:
+                counts = [len(tokens) for tokens in job.segments]
+            work += [Work(calibration.frames(count + 2), calibration.text.seconds(count)) for count in counts]
+        return work
 
     def _played(self, owner: Hashable, seconds: float) -> None:
         """`seconds` more audio for `owner`'s listener, who plays from now if it had run out."""
@@ -432,7 +567,9 @@ class Scheduler:
             job.finished = True
             queue.popleft()
             if not job.cancelled:
-                job.audio.put_nowait(None)
+                self._deliver(job, None)
+        if owner in self._lead and (job.cancelled or self._lead_done(owner, job)):
+            self._start_listener(owner)
         if queue and self._ahead.get(owner, 0) >= AHEAD_LIMIT_BYTES:
             self._held.add(owner)  # until its reader takes audio (`_taken`)
         elif queue:

@@ -1,5 +1,5 @@
 """How fast this machine's decoder is, as the window plan needs it (`plan.py`): measured once at load on
-the real engine (`measure_engine`), then moved towards every step the scheduler times (`observe`), so a
+the real engine (`calibration.py`), then moved towards every step the scheduler times (`observe`), so a
 busier host gets shorter steps."""
 
 from __future__ import annotations
@@ -8,10 +8,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tts.engines.base import SpeechEngine
 from tts.engines.decode import DecodeFn
 
-# Long enough (about 160 frames) for `DecodeSpeed.measure` to time a 64-frame window and two lanes of 48.
+# Long enough (about 160 frames) for `DecodeSpeed.measure` to time its windows and lanes.
 SPEED_TEXT = "The decoder is timed on this sentence once, so that every step is sized for this machine."
 # How far one timed step moves the per-frame estimate towards what it measured: a busy host shows
 # within a few steps, one slow step (a page fault, another process) does not halve every plan after it.
@@ -41,33 +40,29 @@ class DecodeSpeed:
             self.lane_frame_s += SPEED_SMOOTHING * (measured - self.lane_frame_s)
 
     @classmethod
-    def measure(cls, decode: DecodeFn, frames: int, lanes: int) -> DecodeSpeed:
+    def measure(cls, decode: DecodeFn, frames: int, lanes: int, runs: int = 2) -> DecodeSpeed:
         """Time `decode` (an engine's `decode_windows` over one segment of `frames` frames, at least 40)
-        on a short and a long window, and on `lanes` windows side by side; the fastest of two runs of
-        each, so the figure is the machine's, not a first run's."""
+        on a short and a long window (12 and 40 frames: a first window and a shortest step with its
+        context), and on `lanes` windows of 32 side by side; the fastest of `runs` runs of each (after an
+        engine's warm-up one is the machine's figure), the lanes always twice: their sessions' first run
+        is their own warm-up."""
         if frames < 40:
             raise ValueError(f"timing the decoder needs a segment of 40 frames or more, got {frames}")
 
-        def fastest(ranges: list[tuple[int, int]]) -> float:
+        def fastest(ranges: list[tuple[int, int]], runs: int) -> float:
             times = []
-            for _ in range(2):
+            for _ in range(runs):
                 started = time.perf_counter()
                 decode(ranges)
                 times.append(time.perf_counter() - started)
             return min(times)
 
-        short, long = 16, min(frames, 64)
-        short_s, long_s = fastest([(0, short)]), fastest([(0, long)])
+        short, long = 12, 40
+        short_s, long_s = fastest([(0, short)], runs), fastest([(0, long)], runs)
         frame_s = max(1e-4, (long_s - short_s) / (long - short))
         call_s = max(0.0, short_s - frame_s * short)
         if lanes < 2:
             return cls(call_s, frame_s, frame_s)
-        width = min(frames // lanes, 48)
-        lane_s = fastest([(lane * width, (lane + 1) * width) for lane in range(lanes)])
+        width = min(frames // lanes, 32)
+        lane_s = fastest([(lane * width, (lane + 1) * width) for lane in range(lanes)], 2)
         return cls(call_s, frame_s, max(1e-4, (lane_s - call_s) / width))
-
-
-def measure_engine(engine: SpeechEngine, voice: str, lanes: int) -> DecodeSpeed:
-    """`DecodeSpeed.measure` on `engine`'s decoder over SPEED_TEXT's segment, its windows on `lanes`."""
-    features = engine.features(engine.segments(SPEED_TEXT, "en-us")[0], voice, 1.0)
-    return DecodeSpeed.measure(lambda ranges: engine.decode_windows(features, ranges), features.frames, lanes)

@@ -5,12 +5,13 @@ is timed into it and `next(budget_s)` sizes the step to the budget."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
 from tts.engines.base import Features, RunFlag, SpeechEngine
 from tts.engines.decode import WindowDecoder
-from tts.scheduling.plan import WindowPlan
+from tts.scheduling.plan import WindowPlan, Work
 from tts.scheduling.speed import DecodeSpeed
 
 
@@ -30,17 +31,23 @@ class WindowedDecode:
         return self._decoder.position > 0
 
     @property
+    def remaining(self) -> Work:
+        """What is left of the segment, as the ramp sees it."""
+        return Work(self._decoder.frames, 0.0, self._decoder.position)
+
+    @property
     def windows(self) -> list[tuple[int, int]]:
         """Every window decoded so far, in order."""
         return self._decoder.windows
 
-    def next(self, budget_s: float | None = None, cover_s: float = 0.0) -> np.ndarray:
-        """Decode the next step (`WindowPlan.step`: the fixed plan, its first window stretched to last
-        `cover_s`, or sized to `budget_s`, the seconds until the listener runs out of audio); return
-        the audio it completes."""
+    def next(self, budget_s: float | None = None, sharing: int = 0, later: Sequence[Work] = ()) -> np.ndarray:
+        """Decode the next step (`WindowPlan.step`: the fixed plan, its first window the ramp's for an
+        engine shared by `sharing` sessions, or sized to `budget_s`, the seconds until the listener
+        runs out of audio; a first window is followed by the `later` work); return the audio it
+        completes."""
         decoder = self._decoder
         step = self._plan.step(
-            decoder.position, self._steps_taken, decoder.frames, budget_s, self._speed, cover_s
+            decoder.position, self._steps_taken, decoder.frames, budget_s, self._speed, sharing, later
         )
         started = time.perf_counter()
         audio = decoder.decode(step)

@@ -50,6 +50,7 @@ HTTP_STATUS = {
     "unsupported_media_type": 415,
     "synthesis_failed": 500,
     "not_ready": 503,
+    "busy": 503,
 }
 
 
@@ -107,7 +108,9 @@ def create_app(config: TTSConfig) -> Starlette:
         scheduler = host.scheduler
         if scheduler is None:
             raise ProtocolError("not_ready", host.load_error or "model is loading")
-        job = scheduler.submit(object(), synth)
+        owner = object()  # one request: its slot frees once its audio is computed
+        job = scheduler.submit(owner, synth)
+        scheduler.closed(owner)
         stats = AudioStats()
         frames = audio_frames(
             job, frame_bytes(config.frame_ms), stats, lambda: host.scheduler and host.scheduler.load

@@ -3,24 +3,31 @@ and whether it is ready.
 
 The model loads in a background thread after the server starts listening, because SageMaker expects
 the container to accept connections within 250 ms and treats `/ping` 200 as "ready". Once loaded, the
-engine is warmed up and its decoder timed for the window plan (`tts/scheduling/speed.py`)."""
+engine is warmed up and calibrated (`tts/scheduling/calibration.py`: its text side and decoder timed for
+the window plan, the capacity and the deadlines); the figures, moved by every step timed since, are
+written to the cache dir under the CPU's signature every CALIBRATION_SAVE_S and at close."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-import time
+import os
 from dataclasses import dataclass, field
 
 from tts.config import TTSConfig
 from tts.engines import create_engine
 from tts.engines.base import SpeechEngine
+from tts.scheduling import calibration as calibrations
 from tts.scheduling.plan import WindowPlan
 from tts.scheduling.scheduler import Scheduler
-from tts.scheduling.speed import measure_engine
 from tts.wire.protocol import Catalog
 
 log = logging.getLogger("tts.serving.model_host")
+
+# How often a live replica writes its calibration back: the figures move by a fifth of a step's
+# difference (SPEED_SMOOTHING), so a minute of speech has moved them as far as they go.
+CALIBRATION_SAVE_S = 60.0
 
 
 @dataclass
@@ -31,6 +38,7 @@ class ModelHost:
     catalog: Catalog | None = None
     load_error: str | None = None
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    _saving: asyncio.Task[None] | None = None
 
     async def load(self) -> None:
         """Load and warm up the model off the event loop, then start the scheduler."""
@@ -40,9 +48,10 @@ class ModelHost:
                 raise ValueError(f"TTS_VOICE {self.config.voice!r} is not among the loaded voices")
             warm = await asyncio.to_thread(engine.warm_up, self.config.voice)
             plan = WindowPlan.from_config(self.config, engine.lanes)
-            started = time.perf_counter()
-            speed = await asyncio.to_thread(measure_engine, engine, self.config.voice, plan.lanes)
-            timed = time.perf_counter() - started
+            threads = self.config.threads or os.cpu_count() or 1
+            calibration = await asyncio.to_thread(calibrations.calibrate, engine, self.config.voice, threads)
+            cached = calibrations.load_cached(self.config.cache_dir, calibration.signature)
+            calibrations.save(self.config.cache_dir, calibration)
         except Exception as exc:
             self.load_error = f"{type(exc).__name__}: {exc}"
             log.exception("model failed to load")
@@ -55,18 +64,39 @@ class ModelHost:
             default_lang=self.config.lang,
             max_text_chars=self.config.max_text_chars,
         )
-        self.scheduler = Scheduler(engine, plan, speed, workers=self.config.workers)
+        self.scheduler = Scheduler(
+            engine, plan, calibration, workers=self.config.workers, capacity=self.config.capacity
+        )
         self.scheduler.start()
         log.info(
-            "ready: %s engine on %s, model %.2fs, warm-up %.2fs, decoder timed in %.2fs",
+            "ready: %s engine on %s, model %.2fs, warm-up %.2fs; calibration %s, capacity %d (cached "
+            "before: %s)",
             engine.name,
             engine.device,
             engine.load_seconds,
             warm,
-            timed,
+            json.dumps(calibration.summary()),
+            self.scheduler.capacity,
+            json.dumps(cached.summary()) if cached else "none",
         )
+        self._saving = asyncio.create_task(self._save_calibration(), name="tts-calibration-save")
         self.ready.set()
 
+    async def _save_calibration(self) -> None:
+        while True:
+            await asyncio.sleep(CALIBRATION_SAVE_S)
+            self._save()
+
+    def _save(self) -> None:
+        if self.scheduler is not None and self.scheduler.calibration is not None:
+            try:
+                calibrations.save(self.config.cache_dir, self.scheduler.calibration)
+            except OSError:
+                log.warning("could not write the calibration to %s", self.config.cache_dir, exc_info=True)
+
     async def close(self) -> None:
+        if self._saving is not None:
+            self._saving.cancel()
+        self._save()
         if self.scheduler is not None:
             await self.scheduler.stop()

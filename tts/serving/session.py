@@ -24,6 +24,7 @@ import time
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from tts.scheduling.admission import Queued
 from tts.scheduling.scheduler import Job, Scheduler
 from tts.serving.metrics import publish_error
 from tts.serving.streaming import AudioStats, SynthesisFailed, audio_frames
@@ -62,6 +63,7 @@ class Session:
         except WebSocketDisconnect:
             pass
         finally:
+            self._scheduler.closed(self)  # its slot frees once what it asked for is computed
             if closing:
                 self._outbox.put_nowait(None)
                 await sender
@@ -147,9 +149,14 @@ class Session:
         await self._send_json(protocol.synthesis_start(request))
         stats = AudioStats()
         try:
-            async for frame in audio_frames(job, self._frame_bytes, stats, lambda: self._scheduler.load):
+            async for frame in audio_frames(
+                job, self._frame_bytes, stats, lambda: self._scheduler.load, places=True
+            ):
                 if isinstance(frame, TimedWords):
                     await self._send_json(protocol.words(request, frame))
+                    continue
+                if isinstance(frame, Queued):
+                    await self._send_json(protocol.queued(request, frame.position))
                     continue
                 await self._pace()
                 if job.cancelled:

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from facts import SAMPLE_RATE
+from tts.scheduling.admission import EngineBusy, Queued
 from tts.scheduling.scheduler import Job
 from tts.serving.metrics import Load, RequestClock, publish_error, publish_request
 from tts.text.timings import TimedWords
@@ -19,6 +20,12 @@ class SynthesisFailed(RuntimeError):
     """The engine raised while computing a segment of this job."""
 
     code = "synthesis_failed"
+
+
+class Busy(SynthesisFailed):
+    """The replica's line for a slot is full (`tts/scheduling/admission.py`): try again or elsewhere."""
+
+    code = "busy"
 
 
 class NothingToSpeak(SynthesisFailed):
@@ -39,10 +46,11 @@ class AudioStats:
 
 
 async def audio_frames(
-    job: Job, frame_bytes: int, stats: AudioStats, load: Load | None = None
-) -> AsyncIterator[bytes | TimedWords]:
+    job: Job, frame_bytes: int, stats: AudioStats, load: Load | None = None, places: bool = False
+) -> AsyncIterator[bytes | TimedWords | Queued]:
     """Encoded audio of `job`, frame by frame, and each segment's `TimedWords` before the segment's
-    first audio. Stops early (without flushing) when the job is cancelled. The request's metrics line
+    first audio; with `places`, the session's place in line (`Queued`) while it waits for a slot.
+    Stops early (without flushing) when the job is cancelled. The request's metrics line
     (tts.serving.metrics) is written when it ends, with the scheduler's `load` at first audio and end."""
     encoder = make_encoder(job.request.format)
     clock = RequestClock(job.submitted_at)
@@ -53,6 +61,13 @@ async def audio_frames(
             return
         if item is None:
             break
+        if isinstance(item, Queued):
+            if places:
+                yield item
+            continue
+        if isinstance(item, EngineBusy):
+            publish_error(Busy.code)
+            raise Busy(f"the replica is busy: {item}") from item
         if isinstance(item, BaseException):
             publish_error(SynthesisFailed.code)
             raise SynthesisFailed(f"synthesis failed: {str(item) or type(item).__name__}") from item

@@ -338,6 +338,12 @@ def voice_list(catalog: Catalog) -> dict[str, object]:
     }
 
 
+def queued(request: Synthesize, position: int) -> dict[str, object]:
+    """The replica is serving all the sessions it keeps gap-free: this one waits for a slot, `position`
+    in line (1: next); its audio follows when a slot frees. Sent again whenever the place changes."""
+    return {"type": "queued", "request_id": request.request_id, "position": position}
+
+
 def cancelled(request_ids: list[str]) -> dict[str, object]:
     return {"type": "cancelled", "request_ids": request_ids}
 

@@ -12,7 +12,8 @@ import pytest
 from tests.tts.engines.test_decode import SENTENCE, SENTENCES, features
 from tools.fidelity import mel_distance, seam_click_ratio
 from tts.config import SAMPLES_PER_FRAME
-from tts.scheduling.plan import BUDGET_SHARE, MIN_LANE_FRAMES, MIN_STEP_FRAMES, WindowPlan
+from tts.engines.decode import FRAME_S
+from tts.scheduling.plan import BUDGET_SHARE, MIN_LANE_FRAMES, MIN_STEP_FRAMES, WindowPlan, Work
 from tts.scheduling.speed import DecodeSpeed
 from tts.scheduling.steps import WindowedDecode
 
@@ -79,15 +80,39 @@ def test_a_budgeted_step_fits_the_time_the_listener_has_left():
     assert plan.step(260, 3, 300, 0.4, speed)[-1][1] == 300, "a remainder under the floor joins the step"
 
 
-def test_a_first_window_stretches_to_outlast_the_next_step_within_bounds():
+# Decoder speeds from 2 VNNI cores (3.5-5 ms a frame) to an engine slower than real time (60 ms).
+RAMP_SPEEDS = [DecodeSpeed(0.01, f, f * 1.6) for f in (0.004, 0.008, 0.0167, 0.0357, 0.0625)]
+
+
+@pytest.mark.parametrize("speed", RAMP_SPEEDS, ids=lambda s: f"{s.frame_s * 1e3:.1f}ms")
+def test_the_first_window_is_the_shortest_the_speed_can_follow(speed):
+    """The ramp: after the first window, each step computed while the audio before it plays takes at
+    most BUDGET_SHARE of what is buffered (`follows`), and one frame less would not do; a slower
+    engine, or one shared by more sessions, gets a longer first window, never a shorter one."""
     plan = WindowPlan(12, 120, 8, growth=4, lanes=2)
-    assert plan.step(0, 0, 300) == [(0, 12)], "nothing to cover: the configured first window"
-    assert plan.step(0, 0, 300, cover_s=0.3) == [(0, 14)], "0.3 s and a tenth: 14 frames"
-    assert plan.step(0, 0, 300, cover_s=10.0) == [(0, 48)], "never over FIRST_STRETCH times"
-    assert plan.step(0, 0, 20, cover_s=0.3) == [(0, 20)], "a short remainder joins it"
+    for frames in (60, 240, 600):
+        first = plan.first_window(frames, speed, 1)
+        assert plan.first_frames <= first <= min(frames, plan.max_frames), (frames, first)
+        follows = plan.follows(first * FRAME_S, [Work(frames, 0.0, first)], speed)
+        shorter = first > plan.first_frames and plan.follows(
+            (first - 1) * FRAME_S, [Work(frames, 0.0, first - 1)], speed
+        )
+        assert follows or first == min(frames, plan.max_frames), (frames, first, "follows")
+        assert not shorter, (frames, first, "one frame less would also do")
+        assert plan.first_window(frames, speed, 3) >= first, "three sharing the engine: longer"
+    assert plan.step(0, 0, 300) == [(0, 12)], "no speed: the configured first window"
     assert plan.steps(315) == [[(0, 12)], [(12, 60)], [(60, 120), (120, 180)], [(180, 247), (247, 315)]], (
         "the fixed plan does not change"
     )
+
+
+def test_on_a_fast_engine_the_first_window_stays_the_configured_one():
+    """2 VNNI cores (3.5-5 ms a decoded frame, 10 ms a call): 12 frames outlast the shortest next step,
+    so first audio stays where it was (BENCHMARKS.md: 183 ms for a 20-word sentence)."""
+    plan = WindowPlan(12, 120, 8, growth=4, lanes=2)
+    assert plan.first_window(240, DecodeSpeed(0.01, 0.0045, 0.0065), 1) == 12
+    first = [plan.first_window(240, DecodeSpeed(0.01, f, f * 1.6), 1) for f in (0.004, 0.008, 0.0167)]
+    assert first == sorted(first) and first[0] < first[-1], first
 
 
 def test_the_decoder_speed_follows_what_steps_take():
@@ -127,14 +152,26 @@ def timed_decode(engine, plan, feats) -> WindowedDecode:
     )
 
 
+def graph_seam_margin(engine, plan, feats, whole) -> float:
+    """How much louder the engine's graph makes the fixed plan's seams than whole-segment audio is at
+    the same places: the click ratio its windowing adds, measured on the graph in use."""
+    decoder = engine.window_decoder(feats, plan.context_frames)
+    steps = plan.steps(feats.frames)
+    audio = np.concatenate([decoder.decode(step) for step in steps])
+    seams = [stop * SAMPLES_PER_FRAME for _, stop in plan.windows(feats.frames)[:-1]]
+    return seam_click_ratio(audio, seams) - seam_click_ratio(whole, seams)
+
+
 def test_budgeted_streaming_stays_close_to_whole_segment_audio(engine, plan):
-    """The steps a tight or loose budget picks (the floor of MIN_STEP_FRAMES, or the largest), after a
-    first window stretched to cover 0.3 s, stream audio close to whole-segment audio, without clicks."""
+    """The steps a tight or loose budget picks (the floor of MIN_STEP_FRAMES, or the largest), after the
+    ramp's first window, stream audio close to whole-segment audio, without clicks beyond what the
+    graph in use (`matmul` on VNNI, `conv` on AVX2: their audio differs) shows at the fixed plan's
+    seams."""
     for text, budget in ((SENTENCE, 0.33), (SENTENCES[2], 0.5), (SENTENCE, 30.0)):  # 0.33 s: the floor
         _, feats = features(engine, text)
         whole = engine.decode(feats, 0, feats.frames)
         windows = timed_decode(engine, plan, feats)
-        pieces = [windows.next(None if not windows.started else budget, cover_s=0.3)]
+        pieces = [windows.next(None, sharing=1)]
         while not windows.done:
             pieces.append(windows.next(budget))
         audio = np.concatenate(pieces)
@@ -146,9 +183,12 @@ def test_budgeted_streaming_stays_close_to_whole_segment_audio(engine, plan):
         bound = 0.35 if budget > 1.0 else 0.4
         assert mel_distance(whole, audio) < bound, (text, budget, mel_distance(whole, audio))
         # Budgeted seams fall anywhere, also on a jump in the speech itself (measured: 1.04 streamed
-        # where whole-segment audio has 1.01 at the same place), so the bound is the speech's own.
+        # where whole-segment audio has 1.01 at the same place), so the bound is the speech's own, plus
+        # what this graph's windows add at the fixed plan's seams (0.1 at least: on VNNI's `matmul`
+        # they add nothing; a limit set there failed on AVX2's `conv`, 1.278 against 1.137).
         clicks, in_speech = seam_click_ratio(audio, seams), seam_click_ratio(whole, seams)
-        assert clicks < max(1.0, in_speech + 0.1), (text, budget, clicks, in_speech)
+        margin = max(0.1, graph_seam_margin(engine, plan, feats, whole))
+        assert clicks < max(1.0, in_speech + margin), (text, budget, clicks, in_speech, margin)
 
 
 @pytest.mark.asr

@@ -1,0 +1,28 @@
+"""The deadline policy: when each session's next step is due, and how long the chosen step may take
+(the scheduler takes the earliest deadline: `scheduler.py`).
+
+Each session has a listener, modelled as a player that starts at the session's first audio and plays at
+real time: it runs out of audio at `runs_out_at` (the first audio's time plus the audio computed since,
+restarted from the moment of any step that came too late). The deadline of a session's next step is
+that moment. A session whose listener has nothing to play yet (a new one, or one whose last answer has
+played out) is due when its first turn, alone on the engine, would be done (`first_turn_s`: its text
+side and first window, by the calibration), plus one shortest step for each listener already playing
+(a late first audio is a longer wait before speech; a playing listener's gap is a stutter in it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def first_audio_due(submitted_at: float, first_turn_s: float, playing: int, shortest_step_s: float) -> float:
+    """A new session's deadline: its first turn's time after its message, after one shortest step of
+    each of the `playing` listeners."""
+    return submitted_at + first_turn_s + playing * shortest_step_s
+
+
+def budget(now: float, deadlines: Sequence[float]) -> float:
+    """The time the most urgent session's step may take: the k-th most urgent (`deadlines` in order)
+    must see k steps done before its own listener runs out, so one long step cannot make the next
+    session stall."""
+    return max(0.0, min((due - now) / rank for rank, due in enumerate(deadlines, 1)))

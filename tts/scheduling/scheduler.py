@@ -32,10 +32,11 @@ that the steps after it can follow, each computed while the audio before it play
   audio. TEXT_WORKERS threads, so that a short request waits behind a long one only when that many long
   ones came before it (espeak-ng itself is called under one lock: `tts/text/g2p.py`).
 - Admission (`admission.py`): the calibration (`calibration.py`) says how many sessions the engine keeps
-  gap-free (`capacity`). A session holds its slot from its first message until its listener has played
-  out all it was sent; while the slots are full, a new session waits in line, told its place
-  (`Queued` on its audio queue), and is admitted first in line when a slot frees; past
-  `max_waiting(capacity)` it is refused (`EngineBusy`). `/ping` reports `load`.
+  gap-free (`capacity`; TTS_CAPACITY sets it instead). A session holds its slot from its first message
+  until its listener has played out all it was sent, or, once it sends no more (`closed`: its WebSocket
+  closed, a one-shot POST), until its work is computed; while the slots are full, a new session waits
+  in line, told its place (`Queued` on its audio queue), and is admitted first in line when a slot
+  frees; past `max_waiting(capacity)` it is refused (`EngineBusy`). `/ping` reports `load`.
 
 Backpressure: a session's synthesis runs at most AHEAD_LIMIT_S of audio ahead of its reader. A job's
 PCM waits in its `AudioQueue` until the reader (the session's sender, or `POST /invocations`) takes it;

@@ -340,6 +340,7 @@ class Scheduler:
             self._start_listener(owner)  # what it computed before its cancel, if anything (skipped)
             if owner in self._waiting:  # it gave up its place: the others move up
                 self._waiting.remove(owner)
+                self._closed.discard(owner)
                 self._tell_places()
             self._wakeup.set()  # its slot may free: `_admit`
             if self._runs_out_at.get(owner, 0.0) <= time.perf_counter():

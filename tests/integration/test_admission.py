@@ -4,6 +4,8 @@ in line (`queued`) and gives it audio once the first session's slot frees; past 
 `busy` answer on both routes; the sessions already admitted or waiting are served as before."""
 
 import asyncio
+import json
+from pathlib import Path
 
 import httpx
 import pytest
@@ -18,6 +20,7 @@ from tools.tts_client import (
     read_until,
     speak,
 )
+from tts.config import TTSConfig
 from tts.scheduling.admission import max_waiting
 
 pytestmark = pytest.mark.integration
@@ -93,3 +96,24 @@ async def test_past_the_line_a_session_is_refused_busy_and_the_others_are_served
         finally:
             for session in waiting:
                 await session.__aexit__(None, None, None)
+
+
+def test_the_calibration_is_kept_per_cpu_signature_and_a_cache_it_cannot_write_does_not_stop_it(
+    tmp_path: Path,
+):
+    """The replica writes its calibration under the CPU's signature in its cache dir; where it cannot
+    write it (here `calibration` is a file), it still becomes ready and claims its capacity."""
+    weights = TTSConfig.from_env().cache_dir
+    writable, readonly = tmp_path / "writable", tmp_path / "readonly"
+    for cache in (writable, readonly):
+        cache.mkdir()
+        for item in weights.glob("kokoro-*"):
+            (cache / item.name).symlink_to(item)
+    (readonly / "calibration").write_text("not a directory")
+    with tts_container({"TTS_CACHE_DIR": str(writable)}) as (server, _):
+        load = httpx.get(f"{server.http}/ping", timeout=10).json()["load"]
+    [kept] = (writable / "calibration").glob("*.json")
+    assert json.loads(kept.read_text())["signature"] == load["calibration"]["signature"]
+    with tts_container({"TTS_CACHE_DIR": str(readonly)}) as (server, _):
+        load = httpx.get(f"{server.http}/ping", timeout=10).json()["load"]
+    assert load["capacity"] >= 1 and load["calibration"]["decode_frame_ms"] > 0

@@ -51,7 +51,6 @@ class ModelHost:
             threads = self.config.threads or os.cpu_count() or 1
             calibration = await asyncio.to_thread(calibrations.calibrate, engine, self.config.voice, threads)
             cached = calibrations.load_cached(self.config.cache_dir, calibration.signature)
-            calibrations.save(self.config.cache_dir, calibration)
         except Exception as exc:
             self.load_error = f"{type(exc).__name__}: {exc}"
             log.exception("model failed to load")
@@ -68,6 +67,7 @@ class ModelHost:
             engine, plan, calibration, workers=self.config.workers, capacity=self.config.capacity
         )
         self.scheduler.start()
+        self._save()  # a cache dir it cannot write is a warning, not a replica that never gets ready
         log.info(
             "ready: %s engine on %s, model %.2fs, warm-up %.2fs; calibration %s, capacity %d (cached "
             "before: %s)",

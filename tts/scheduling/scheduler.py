@@ -176,7 +176,6 @@ class Scheduler:
         # the listener play the rest without a gap (`_lead_done`), and its seconds.
         self._lead: dict[Hashable, list[tuple[Job, bytes | TimedWords | None]]] = {}
         self._lead_s: dict[Hashable, float] = {}
-        self.refused = 0  # sessions refused with `busy` since start (for metrics)
         self._wakeup = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -243,7 +242,6 @@ class Scheduler:
             if capacity is None or (len(self._admitted) < capacity and not self._waiting):
                 self._admitted.add(owner)
             elif len(self._waiting) >= max_waiting(capacity):
-                self.refused += 1
                 job.finished = True
                 job.audio.put_nowait(
                     EngineBusy(f"all {capacity} slots busy and {len(self._waiting)} sessions waiting")

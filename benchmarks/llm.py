@@ -1,6 +1,7 @@
 """`llm`: SmolLM2-135M, the emulated Bedrock's default model, on this CPU (`emulator/llm/smollm/`), on
-both runtimes in one run: int8 on onnxruntime-genai (the default) against torch float32 (the baseline),
-each with the thread budget the emulator gives it (emulator/llm/threads.py), ratios printed.
+both runtimes in one run: the GGUF's 4-bit blocks on onnxruntime-genai (the default) against torch
+float32 (the baseline), each with the thread budget the emulator gives it (emulator/llm/threads.py),
+ratios printed.
 
 - warm first token and tokens per second: the model loaded once (its load time reported, not counted as
   warm), one untimed warm-up answer, then RUNS answers (1 with --quick); medians. Targets: first token
@@ -111,7 +112,7 @@ def concurrent_streams(model: SmolLM2Model, streams: int = STREAMS) -> dict[str,
     }
 
 
-BACKENDS = {"onnxruntime-genai int8": SmolLM2GenaiModel, "torch float32": SmolLM2Model}
+BACKENDS = {"onnxruntime-genai gguf int4": SmolLM2GenaiModel, "torch float32": SmolLM2Model}
 
 
 def plot(result: dict[str, Any]) -> Any:
@@ -157,6 +158,8 @@ def run(quick: bool, out: Path) -> dict[str, Any]:
             "tokens_per_s": round(ours["single"]["tokens_per_s"] / base["single"]["tokens_per_s"], 2),
             "first_token_ms": round(ours["single"]["first_token_ms"] / base["single"]["first_token_ms"], 2),
         },
+        # greedy decoding on the same weights (emulator/llm/smollm/gguf_blocks.py): the same words
+        "same_answer": ours["single"]["runs"][0]["text"] == base["single"]["runs"][0]["text"],
     }
     rows = []
     for name, figures in backends.items():
@@ -176,6 +179,7 @@ def run(quick: bool, out: Path) -> dict[str, Any]:
             ),
         ]
     rows.append(("tokens/s, onnxruntime-genai / torch", result["ratios"]["tokens_per_s"], ""))
+    rows.append(("the same answer on both", result["same_answer"], "True"))
     print(report.table(["SmolLM2-135M", "measured", "target"], rows))
     print(f"answer: {ours['single']['runs'][0]['text']!r}")
     return report.write(out, "llm", result, plot(result), quick)

@@ -153,11 +153,11 @@ class EmulatorConfig:
     (emulator/services/bedrock/shapes.py): `EMULATOR_BEDROCK_MODEL_IDS=acme.model-v1:0,...`; a
     foundation-model ID brings its inference profiles (`us.`, `global.`) along."""
     llm_backend: str = "smollm2"
-    """`smollm2` (a real local model, emulator/llm/smollm/: int8 on onnxruntime-genai where installed,
-    else torch; `smollm2-onnx` / `smollm2-torch` name one) or `script` (the deterministic paced
-    script); a set `llm_openai_base_url` selects the OpenAI-compatible server instead."""
+    """`smollm2` (a real local model, emulator/llm/smollm/: its GGUF's 4-bit blocks on onnxruntime-genai
+    where installed, else float32 on torch; `smollm2-onnx` / `smollm2-torch` name one) or `script` (the
+    deterministic paced script); a set `llm_openai_base_url` selects the OpenAI-compatible server instead."""
     llm_cache_dir: Path = Path("~/.cache/voice-agent-aws/llm")
-    """SmolLM2's GGUF and its dequantized copy (shared by every emulator home)."""
+    """SmolLM2's GGUF, its dequantized copy and its ONNX model (shared by every emulator home)."""
     llm_threads: int = 0
     """SmolLM2's threads; 0: one per four usable cores, at least one (emulator/llm/threads.py), so on the
     cores it shares with Kokoro speech keeps the rest."""

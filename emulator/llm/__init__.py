@@ -6,9 +6,9 @@ choice between them.
   errors; this room imports no wire code.
 - `smollm/`: SmolLM2-135M-Instruct, the default: a real model that answers the question asked, streaming
   each token as it is decoded (`weights.py` prepares it once; `model.py` runs it as float32 on
-  transformers + torch, `genai.py` as int8 on onnxruntime-genai). `smollm2` is torch, the runtime whose
-  answers the everyday-question checks have passed through the served route; `smollm2-onnx` (3x the
-  tokens per second on one thread) is chosen by name until its served-route checks pass too.
+  transformers + torch, `genai.py` on onnxruntime-genai with the GGUF's own 4-bit blocks,
+  `gguf_blocks.py`, so both give the same answers). `smollm2` is onnxruntime-genai where it is installed
+  (3x torch's tokens per second on one thread), else torch; `smollm2-onnx` and `smollm2-torch` name one.
   `threads.py`: the model's thread budget, from the core count.
 - `script.py`: the paced script model, deterministic replies at a hosted model's pace.
 - `openai_compatible.py`: any OpenAI-compatible chat completions server (llama.cpp, vLLM, Ollama).
@@ -22,6 +22,7 @@ so torch, transformers and onnxruntime-genai load only when SmolLM2 is chosen.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from emulator.config import ConfigError
@@ -31,8 +32,11 @@ BACKENDS = ("smollm2", "smollm2-onnx", "smollm2-torch", "script")
 
 
 def smollm2_runtime(backend: str) -> str:
-    """`smollm2-onnx` or `smollm2-torch` for a SmolLM2 backend name: `smollm2` is torch (see above)."""
-    return "smollm2-torch" if backend == "smollm2" else backend
+    """`smollm2-onnx` or `smollm2-torch` for a SmolLM2 backend name: `smollm2` is onnxruntime-genai where
+    it is installed, else torch (see above)."""
+    if backend != "smollm2":
+        return backend
+    return "smollm2-onnx" if importlib.util.find_spec("onnxruntime_genai") else "smollm2-torch"
 
 
 def reply_model_from_config(config: Any) -> ReplyModel:

@@ -63,7 +63,7 @@ from tts.engines.base import CancelFlag, RunFlag, SpeechEngine, SynthesisCancell
 from tts.scheduling import deadlines
 from tts.scheduling.admission import SENTENCE_TOKENS, EngineBusy, Queued, capacity, max_waiting
 from tts.scheduling.calibration import Calibration
-from tts.scheduling.plan import MIN_STEP_FRAMES, WindowPlan, Work
+from tts.scheduling.plan import BUDGET_SHARE, MIN_STEP_FRAMES, WindowPlan, Work
 from tts.scheduling.steps import WindowedDecode, windowed
 from tts.text.timings import TimedWords, WordTokens
 from tts.wire.audio import float_to_pcm16, pcm_seconds
@@ -512,8 +512,9 @@ class Scheduler:
 
     def _lead_done(self, owner: Hashable, job: Job) -> bool:
         """Whether the lead computed so far lets the listener start and never wait for the work left
-        (this job's and the session's queued ones: `WindowPlan.follows`). On an engine faster than
-        real time that is the first window (the ramp chose it so); slower, it is most of the answer."""
+        (this job's and the session's queued ones: `WindowPlan.follows`, at the speed the last step
+        showed when it was slower than planned: `DecodeSpeed.lately`). On an engine faster than real
+        time that is the first window (the ramp chose it so); slower, it is most of the answer."""
         queue = self._queues.get(owner) or deque()
         work: list[Work] = []
         if not job.finished:
@@ -525,7 +526,7 @@ class Scheduler:
         if not work or speed is None:
             return True
         sharing = max(1, sum(1 for o in self._admitted if o in self._queues))
-        return self.plan.follows(self._lead_s[owner], work, speed, sharing)
+        return self.plan.follows(self._lead_s[owner], work, speed.lately(BUDGET_SHARE), sharing)
 
     def _start_listener(self, owner: Hashable) -> None:
         """Release the lead to the readers: the listener starts now with all of it."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from tts.engines.decode import DecodeFn
 
@@ -27,17 +27,37 @@ class DecodeSpeed:
     call_s: float
     frame_s: float
     lane_frame_s: float
+    # the last timed step's time over its prediction (kept in memory only: not a figure of the machine)
+    last_ratio: float = field(default=1.0, compare=False)
 
     def seconds(self, decoded: Sequence[int]) -> float:
         per_frame = self.frame_s if len(decoded) == 1 else self.lane_frame_s
         return self.call_s + per_frame * max(decoded)
 
     def observe(self, decoded: Sequence[int], seconds: float) -> None:
+        self.last_ratio = seconds / max(1e-6, self.seconds(decoded))
         measured = max(0.0, seconds - self.call_s) / max(decoded)
         if len(decoded) == 1:
             self.frame_s += SPEED_SMOOTHING * (measured - self.frame_s)
         else:
             self.lane_frame_s += SPEED_SMOOTHING * (measured - self.lane_frame_s)
+
+    def lately(self, share: float) -> DecodeSpeed:
+        """This speed, or slower by what the last timed step took beyond 1 / `share` of its prediction
+        (a plan keeps `share` of the time for the predicted step: up to 1 / `share` is a slower step it
+        allows for, beyond that the host is busy now: on the local stack, the model, the agent and the
+        emulator share Kokoro's 2 cores while an answer is written). For a listener about to start:
+        the rest of its answer runs on the host as it is now, so its first audio waits until that
+        host can follow it."""
+        slowdown = self.last_ratio * share
+        if slowdown <= 1:
+            return self
+        return replace(
+            self,
+            call_s=self.call_s * slowdown,
+            frame_s=self.frame_s * slowdown,
+            lane_frame_s=self.lane_frame_s * slowdown,
+        )
 
     @classmethod
     def measure(cls, decode: DecodeFn, frames: int, lanes: int, runs: int = 2) -> DecodeSpeed:

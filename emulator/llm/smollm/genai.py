@@ -1,16 +1,18 @@
-"""SmolLM2-135M-Instruct as int8 on onnxruntime-genai (CPU): the emulated Bedrock's default model
-where that package is installed (the torch model in `model.py` is the fallback).
+"""SmolLM2-135M-Instruct on onnxruntime-genai (CPU), its GGUF's own 4-bit blocks (`gguf_blocks.py`): the
+emulated Bedrock's default model where that package is installed (the torch model in `model.py`, whose
+answers it gives token for token, is the fallback).
 
 The same answers' rules as `model.py` (its system prompt, greedy decoding with a repetition penalty of
 1.1 and no token 3-gram twice over prompt and answer, the sentence-end budget, the context check) and
 the same decoder rotation (one thread, one forward pass per turn, a new request's first pass first),
-which this class inherits; only the forward pass differs. Each request takes an
-`onnxruntime_genai.Generator` (its KV cache) from `GeneratorPool`: the idle one that has read the
-longest prefix of its prompt, rewound to it, so a prompt that starts with the system prompt (every one,
-in a conversation) reads only its new tokens. The decoder appends a prompt chunk or the last token,
-reads the logits back, applies the repetition rules (`repetition.py`: the builder's model has none and
-loops without them) and takes the best token. The int8 weights are built once from the dequantized
-directory (`weights.prepare_onnx`, which says why int8 and not int4).
+which this class inherits; only the forward pass differs: it runs in a worker process (`GenaiWorker`
+says why), one call per pass. Each request takes an `onnxruntime_genai.Generator` (its KV cache) from
+the worker's `GeneratorPool`: the idle one that has read the longest prefix of its prompt, rewound to
+it, so a prompt that starts with the system prompt (every one, in a conversation) reads only its new
+tokens. The worker appends a prompt chunk or the last token, reads the logits back, applies the
+repetition rules (`repetition.py`: the builder's model has none and loops without them) and takes the
+best token. The ONNX model is built once from the dequantized directory (`weights.prepare_onnx`;
+`gguf_blocks.py` says why not the builder's int4 or int8).
 
 Speed (2 VNNI cores, one thread, measured with `python -m benchmarks llm`, which runs both backends):
 see BENCHMARKS.md. Threads: `threads.py` (one per four cores, at least one).
@@ -18,7 +20,13 @@ see BENCHMARKS.md. Threads: `threads.py` (one per four cores, at least one).
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
+import multiprocessing
+import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from emulator.llm.base import ReplyModelError
@@ -32,14 +40,14 @@ from emulator.llm.smollm.model import (
 )
 from emulator.llm.smollm.repetition import penalize
 from emulator.llm.smollm.weights import prepare_model, prepare_onnx
+from emulator.llm.threads import yield_to_speech
 
 # Idle generators kept for their KV cache: a new request whose prompt starts like an idle one's tokens
 # (the same system prompt; the same conversation one turn later) rewinds it to the common prefix and
 # reads only the rest. Measured here (2 VNNI cores, one thread, an int4 build): a 71-token prompt's
 # first pass 205 ms from nothing, 48 ms after the 58-token system prompt, with the same logits. 8, so
-# that 8 streams
-# arriving together each find one (the model is preheated with that many); each holds its KV buffer
-# (46 KB a token, GENERATOR_TOKENS rounded up: 24 MB for a short conversation).
+# that 8 streams arriving together each find one (the model is preheated with that many); each holds
+# its KV buffer (46 KB a token, GENERATOR_TOKENS rounded up: 24 MB for a short conversation).
 POOL_SIZE = 8
 GENERATOR_TOKENS = 512
 
@@ -97,40 +105,171 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
+class _Reading:
+    """An answer in the worker process: its generator, the tokens it has read, and what the repetition
+    rules look at (prompt and answer)."""
+
+    def __init__(self, generator: Any, read: list[int], sequence: list[int], capacity: int) -> None:
+        self.generator = generator
+        self.read = read
+        self.sequence = sequence
+        self.capacity = capacity
+
+
+def serve(connection: Any, model_dir: str, session_options: dict[str, Any], prefix: list[int]) -> None:
+    """The worker process: loads the model, preheats its pool with `prefix`, says ("ready", None) or
+    ("error", why), then answers `GenaiWorker`'s calls until its parent goes away."""
+    yield_to_speech()
+    try:
+        import onnxruntime_genai as og
+
+        config = og.Config(model_dir)
+        config.overlay(json.dumps({"model": {"decoder": {"session_options": session_options}}}))
+        pool = GeneratorPool(og.Model(config))
+        pool.preheat(prefix)
+    except Exception as exc:  # the parent raises it as a ReplyModelError
+        connection.send(("error", f"onnxruntime-genai could not load {model_dir}: {exc}"))
+        return
+    connection.send(("ready", None))
+    answers: dict[int, _Reading] = {}
+    while True:
+        try:
+            operation, *arguments = connection.recv()
+        except (EOFError, OSError):  # the parent has gone
+            return
+        try:
+            reply = _CALLS[operation](pool, answers, *arguments)
+        except Exception as exc:
+            connection.send(("error", f"{operation}: {type(exc).__name__}: {exc}"))
+        else:
+            connection.send(("ok", reply))
+
+
+def _open(pool: GeneratorPool, answers: dict[int, _Reading], key: int, ids: list[int], longest: int) -> int:
+    """A generator for answer `key` (prompt `ids`); returns how much of the prompt it has read already."""
+    generator, read = pool.acquire(ids, longest)
+    answers[key] = _Reading(generator, read, list(ids), capacity_for(longest))
+    return len(read)
+
+
+def _feed(
+    pool: GeneratorPool, answers: dict[int, _Reading], key: int, chunk: list[int], last: bool
+) -> int | None:
+    """One forward pass over `chunk`; after the last prompt chunk or a token, the next token."""
+    reading = answers[key]
+    reading.generator.append_tokens(chunk)
+    reading.read += chunk
+    if not last:
+        return None
+    logits = reading.generator.get_logits()[0, -1]
+    token = int(penalize(logits, reading.sequence, REPETITION_PENALTY, NO_REPEAT_NGRAM).argmax())
+    reading.sequence.append(token)
+    return token
+
+
+def _close(pool: GeneratorPool, answers: dict[int, _Reading], key: int, keep: bool) -> None:
+    """Answer `key` is over: its generator goes back to the pool (`keep`) or away (a failed one)."""
+    reading = answers.pop(key, None)
+    if reading is not None and keep:
+        pool.release(reading.generator, reading.read, reading.capacity)
+
+
+def _idle(pool: GeneratorPool, answers: dict[int, _Reading]) -> list[list[int]]:
+    """The tokens each idle generator has read (what a test looks at)."""
+    return [tokens for _, tokens, _ in pool.idle]
+
+
+def _resize(pool: GeneratorPool, answers: dict[int, _Reading], size: int) -> None:
+    """Keep at most `size` idle generators (0 empties the pool: every answer then starts fresh)."""
+    pool.size = size
+    del pool.idle[: max(0, len(pool.idle) - size)]
+
+
+_CALLS: dict[str, Callable[..., Any]] = {
+    "open": _open,
+    "feed": _feed,
+    "close": _close,
+    "idle": _idle,
+    "resize": _resize,
+}
+
+
+class GenaiWorker:
+    """The model in its own process, called one forward pass at a time over a pipe.
+
+    onnxruntime-genai keeps Python's GIL for a whole forward pass: measured here, a thread decoding
+    beside the event loop made a 20 us piece of Python wait up to 95 ms, and 3.5x as long on average.
+    In the emulator's process that is its event loop (Bedrock's streams, and every frame of speech the
+    emulator relays between the agent and the endpoint) stopped for each token; on the README demo the
+    listener stalled 0.12-0.34 s while the model wrote. The decoder thread waits on the pipe instead
+    (which frees the GIL), about 0.1 ms a call. The process runs YIELD_NICE below the emulator
+    (`threads.yield_to_speech`), and ends when the emulator does (its pipe closes)."""
+
+    def __init__(self, model_dir: Path, session_options: dict[str, Any], prefix: list[int]) -> None:
+        context = multiprocessing.get_context("spawn")  # no fork of a process with threads
+        self._connection, child = context.Pipe()
+        self._process = context.Process(
+            target=serve,
+            args=(child, str(model_dir), session_options, prefix),
+            name="smollm2-onnx",
+            daemon=True,
+        )
+        self._process.start()
+        child.close()
+        self._lock = threading.Lock()
+        self._reply()
+
+    def call(self, operation: str, *arguments: Any) -> Any:
+        with self._lock:
+            try:
+                self._connection.send((operation, *arguments))
+            except OSError as exc:
+                raise ReplyModelError(f"the SmolLM2 worker process has gone: {exc}") from exc
+            return self._reply()
+
+    def _reply(self) -> Any:
+        try:
+            status, value = self._connection.recv()
+        except (EOFError, OSError) as exc:
+            raise ReplyModelError(
+                f"the SmolLM2 worker process has gone (exit code {self._process.exitcode})"
+            ) from exc
+        if status == "error":
+            raise ReplyModelError(value)
+        return value
+
+
 class _GenaiTurn(Answer):
-    """An answer on onnxruntime-genai: its generator as its cache (taken from the pool at its first pass,
-    given back when the answer ends), the tokens that generator has read, every token so far."""
+    """An answer on onnxruntime-genai: its key in the worker as its cache (the worker's generator is
+    taken from the pool at its first pass, given back when the answer ends)."""
+
+    keys = itertools.count(1)
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.sequence = list(self.pending)  # what the repetition rules look at: prompt and answer
-        self.read: list[int] = []
         self.longest = (
             self.prompt_tokens + self.budget + SENTENCE_GRACE_TOKENS
         )  # the last token is never read
 
-    def step(self, pool: GeneratorPool, tokenizer: Any) -> bool:
+    def step(self, worker: GenaiWorker, tokenizer: Any) -> bool:
         """One forward pass (a prompt chunk or one token); True when the answer is finished."""
         if self.cache is None:
-            self.cache, self.read = pool.acquire(self.pending, self.longest)
-            self.pending = self.pending[len(self.read) :]
+            key = next(self.keys)
+            read = worker.call("open", key, self.pending, self.longest)
+            self.cache, self.pending = key, self.pending[read:]
         chunk = self.next_chunk()
-        self.cache.append_tokens(chunk)
-        self.read += chunk
+        token = worker.call("feed", self.cache, chunk, not self.pending)
         if self.pending:
             return False
-        logits = self.cache.get_logits()[0, -1]
-        token = int(penalize(logits, self.sequence, REPETITION_PENALTY, NO_REPEAT_NGRAM).argmax())
-        self.sequence.append(token)
         return self.accept(token, tokenizer)
 
 
 class SmolLM2GenaiModel(SmolLM2Model):
-    """SmolLM2-135M-Instruct, int8 on onnxruntime-genai, streaming its tokens (a `ReplyModel`)."""
+    """SmolLM2-135M-Instruct on onnxruntime-genai, streaming its tokens (a `ReplyModel`)."""
 
     def _load(self) -> tuple[Any, Any]:
         try:
-            import onnxruntime_genai as og
+            import onnxruntime_genai  # noqa: F401  (the worker imports it; here: is it installed)
             from transformers import AutoTokenizer
         except ImportError as exc:
             raise ReplyModelError(
@@ -139,11 +278,10 @@ class SmolLM2GenaiModel(SmolLM2Model):
             ) from exc
         # The prompt is the torch path's (the same chat template and token ids from the same tokenizer).
         tokenizer = AutoTokenizer.from_pretrained(prepare_model(self.cache_dir), local_files_only=True)
-        config = og.Config(str(prepare_onnx(self.cache_dir)))
-        config.overlay(json.dumps({"model": {"decoder": {"session_options": self.session_options()}}}))
-        pool = GeneratorPool(og.Model(config))
-        pool.preheat(self.system_prefix(tokenizer))
-        return pool, tokenizer
+        worker = GenaiWorker(
+            prepare_onnx(self.cache_dir), self.session_options(), self.system_prefix(tokenizer)
+        )
+        return worker, tokenizer
 
     def session_options(self) -> dict[str, Any]:
         """onnxruntime's threads for the decoder: `threads` for one forward pass, one between nodes."""
@@ -160,13 +298,17 @@ class SmolLM2GenaiModel(SmolLM2Model):
         return one[: common_prefix(one, two)]
 
     def processors(self) -> Any:
-        return None  # the turns apply `repetition.penalize` themselves
+        return None  # the worker applies `repetition.penalize` itself
 
     def new_turn(self, *args: Any) -> Answer:
         return _GenaiTurn(*args)
 
     def _step(self, turn: Any, model: Any, tokenizer: Any, processors: Any) -> bool:
-        finished = turn.step(model, tokenizer)
-        if finished:
-            model.release(turn.cache, turn.read, capacity_for(turn.longest))
-        return finished
+        return turn.step(model, tokenizer)
+
+    def _finish(self, turn: Answer, error: BaseException | None) -> None:
+        if turn.cache is not None:
+            key, turn.cache = turn.cache, None
+            worker, _ = self.load()
+            with contextlib.suppress(ReplyModelError):  # a worker that has gone has no generator to keep
+                worker.call("close", key, error is None)

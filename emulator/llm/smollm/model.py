@@ -41,6 +41,7 @@ from typing import Any
 
 from emulator.llm.base import ConverseRequest, PromptTooLong, ReplyModelError, openai_messages
 from emulator.llm.smollm.weights import DEFAULT_CACHE_DIR, MODEL_DIR_NAME, prepare_model
+from emulator.llm.threads import yield_to_speech
 
 CONTEXT_TOKENS = 8192  # SmolLM2's max_position_embeddings
 SYSTEM_PROMPT = (
@@ -255,6 +256,7 @@ class SmolLM2Model:
             self._wake.notify()
 
     def _decode_forever(self) -> None:
+        yield_to_speech()
         processors = self.processors()
         while True:
             with self._wake:
@@ -272,13 +274,18 @@ class SmolLM2Model:
             except Exception as exc:
                 error = exc
             if finished:
-                turn.cache = None  # its KV cache (up to ~380 MB at 8,192 tokens) goes now
+                self._finish(turn, error)
             with self._wake:
                 self._stepping = 0
                 if not finished:
                     self._rotation.append(turn)
             if finished:
                 turn.done(error)
+
+    def _finish(self, turn: Answer, error: BaseException | None) -> None:
+        """A finished (or abandoned, or failed) answer's cache goes now: its KV cache is up to ~380 MB
+        at 8,192 tokens."""
+        turn.cache = None
 
     def processors(self) -> Any:
         """The repetition rules the decoder applies to each token's logits."""

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from emulator.llm.base import ReplyModelError
+from emulator.llm.smollm.gguf_blocks import rewrite_model
 
 logger = logging.getLogger("emulator.llm.smollm")
 
@@ -142,45 +143,39 @@ def prepare_model(cache_dir: Path) -> Path:
     return model_dir
 
 
-# int8 weights with float32 activations (the builder's accuracy_level 1; its CPU default 4 quantizes
-# the activations to int8 too). On the 24 everyday prompts of tests/fixtures/everyday_prompts.txt the
-# int4 builds (block 32 or 16, accuracy level 4 or 1, or the lm_head kept float32) broke the answers'
-# rules 3-6 times (list items without a period, loops of "1. 1.1.3.2"); int8 at level 4 kept them but
-# answered the agent's "What is the capital of France?" with London; int8 at level 1 and float32, like
-# torch, did neither. One VNNI thread: int4 76-82 tokens/s, int8 level 1 64, level 4 53, float32 24
-# (torch float32: 18). Float32 activations also keep off the int8 dot-product kernels that VNNI has
-# and AVX2 emulates.
-ONNX_PRECISION = "int8"
-ONNX_BUILDER_OPTIONS = ("accuracy_level=1",)
-ONNX_DIR_NAME = f"{MODEL_DIR_NAME}-{ONNX_PRECISION}-fp32acts-cpu"
+# The ONNX model for onnxruntime-genai: the builder's float32 build with the GGUF's own blocks put back as
+# 4-bit weights (gguf_blocks.py says why: the builder's int4 and int8 change the answers).
+ONNX_DIR_NAME = f"{MODEL_DIR_NAME}-gguf-blocks-cpu"
+_BUILDER_FILES = ("model.onnx", "model.onnx.data")  # what gguf_blocks rewrites; the rest is copied
 
 
 def prepare_onnx(cache_dir: Path) -> Path:
-    """The int8 ONNX model for onnxruntime-genai (`genai.py`), built once from the dequantized directory
-    by onnxruntime-genai's model builder (offline: it reads that directory, never the Hub; 7 s on 2
-    VNNI cores) into `<cache_dir>/SmolLM2-135M-Instruct-int8-fp32acts-cpu/`."""
+    """The ONNX model for onnxruntime-genai (`genai.py`), made once from the dequantized directory: the
+    float32 model by onnxruntime-genai's model builder (offline: it reads that directory, never the Hub),
+    rewritten with the GGUF's 4-bit blocks (`gguf_blocks.py`), into
+    `<cache_dir>/SmolLM2-135M-Instruct-gguf-blocks-cpu/` (about 15 s on 2 VNNI cores)."""
     cache_dir = cache_dir.expanduser()
     target = cache_dir / ONNX_DIR_NAME
     if (target / "genai_config.json").is_file():
         return target
     model_dir = prepare_model(cache_dir)
     started = time.perf_counter()
-    logger.info(
-        "SmolLM2: building the %s ONNX model with onnxruntime-genai's builder into %s", ONNX_PRECISION, target
-    )
+    logger.info("SmolLM2: building the ONNX model with onnxruntime-genai's builder into %s", target)
     partial = cache_dir / f"{ONNX_DIR_NAME}.partial"
     shutil.rmtree(partial, ignore_errors=True)
     with tempfile.TemporaryDirectory(dir=cache_dir) as scratch:
+        built = Path(scratch) / "float32"
         command = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(model_dir)]
-        command += ["-o", str(partial), "-p", ONNX_PRECISION, "-e", "cpu", "-c", scratch]
-        command += ["--extra_options", *ONNX_BUILDER_OPTIONS]
+        command += ["-o", str(built), "-p", "fp32", "-e", "cpu", "-c", str(Path(scratch) / "cache")]
         try:
-            built = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+            run = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
         except (OSError, subprocess.SubprocessError) as exc:
             raise ReplyModelError(f"onnxruntime-genai's model builder could not run: {exc}") from exc
-    if built.returncode != 0 or not (partial / "genai_config.json").is_file():
-        tail = "\n".join((built.stdout + built.stderr).splitlines()[-20:])
-        raise ReplyModelError(f"onnxruntime-genai's model builder exited {built.returncode}:\n{tail}")
+        if run.returncode != 0 or not (built / "genai_config.json").is_file():
+            tail = "\n".join((run.stdout + run.stderr).splitlines()[-20:])
+            raise ReplyModelError(f"onnxruntime-genai's model builder exited {run.returncode}:\n{tail}")
+        shutil.copytree(built, partial, ignore=shutil.ignore_patterns(*_BUILDER_FILES))
+        rewrite_model(built, partial)
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
     logger.info("SmolLM2: ONNX model ready in %.0f s (%s)", time.perf_counter() - started, target)

@@ -80,6 +80,25 @@ def test_a_budgeted_step_fits_the_time_the_listener_has_left():
     assert plan.step(260, 3, 300, 0.4, speed)[-1][1] == 300, "a remainder under the floor joins the step"
 
 
+def test_a_step_slower_than_the_plan_allows_slows_the_speed_a_listener_starts_with() -> None:
+    """`lately`: within 1 / BUDGET_SHARE of its prediction a step is what the plan allows for; past it,
+    the speed a new listener's lead is judged by is as slow as that step was beyond the margin, until
+    a step runs as predicted again. A lead that follows at the typical speed does not at that one."""
+    plan = WindowPlan(12, 120, 8)
+    speed = DecodeSpeed(call_s=0.01, frame_s=0.003, lane_frame_s=0.005)
+    predicted = speed.seconds([40])
+    speed.observe([40], predicted * 1.3)
+    assert speed.lately(BUDGET_SHARE) is speed
+    speed.observe([40], speed.seconds([40]) * 2.4)
+    busy = speed.lately(BUDGET_SHARE)
+    assert busy.frame_s == pytest.approx(speed.frame_s * 2.4 * BUDGET_SHARE)
+    assert busy.call_s == pytest.approx(speed.call_s * 2.4 * BUDGET_SHARE)
+    lead, rest = 0.3, [Work(180, 0.0, 12)]
+    assert plan.follows(lead, rest, speed) and not plan.follows(lead, rest, busy)
+    speed.observe([40], speed.seconds([40]))
+    assert speed.lately(BUDGET_SHARE) is speed
+
+
 # Decoder speeds from 2 VNNI cores (3.5-5 ms a frame) to an engine slower than real time (60 ms).
 RAMP_SPEEDS = [DecodeSpeed(0.01, f, f * 1.6) for f in (0.004, 0.008, 0.0167, 0.0357, 0.0625)]
 

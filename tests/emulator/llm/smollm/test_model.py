@@ -71,7 +71,7 @@ def list_items(text: str) -> int:
     return len(re.findall(r"(?:^|\s)(?:\d+[.)]|[-*•])\s+\S", text))
 
 
-@pytest.fixture(scope="module", params=[SmolLM2Model], ids=["torch"])
+@pytest.fixture(scope="module", params=[SmolLM2GenaiModel, SmolLM2Model], ids=["onnx", "torch"])
 def smollm2(request: pytest.FixtureRequest) -> Iterator[SmolLM2Model]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_HUB_OFFLINE", "1")  # the model must load without the Hugging Face Hub
@@ -222,11 +222,16 @@ def test_the_llm_study_starts_concurrent_streams_at_once(smollm2: SmolLM2Model) 
     assert result["first_token_s"]["max"] < min(r["done_s"] for r in result["runs"]), "all start first"
 
 
-def test_the_default_backend_is_smollm2_and_the_script_stays_selectable(tmp_path: Path) -> None:
-    """SmolLM2 on torch by default, onnxruntime-genai by name."""
-    assert type(reply_model_from_config(EmulatorConfig(llm_cache_dir=tmp_path))) is SmolLM2Model
-    onnx_model = reply_model_from_config(EmulatorConfig(llm_cache_dir=tmp_path, llm_backend="smollm2-onnx"))
-    assert isinstance(onnx_model, SmolLM2GenaiModel)
+def test_the_default_backend_is_smollm2_and_the_script_stays_selectable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SmolLM2 on onnxruntime-genai by default where it is installed, else torch; each by name too."""
+    assert type(reply_model_from_config(EmulatorConfig(llm_cache_dir=tmp_path))) is SmolLM2GenaiModel
+    torch_model = reply_model_from_config(EmulatorConfig(llm_cache_dir=tmp_path, llm_backend="smollm2-torch"))
+    assert type(torch_model) is SmolLM2Model
+    with monkeypatch.context() as patch:
+        patch.setattr("importlib.util.find_spec", lambda name, *args: None)
+        assert type(reply_model_from_config(EmulatorConfig(llm_cache_dir=tmp_path))) is SmolLM2Model
     assert isinstance(reply_model_from_config(EmulatorConfig(llm_backend="script")), PacedScriptModel)
     assert EmulatorConfig.from_env({"EMULATOR_LLM_BACKEND": "script"}).llm_backend == "script"
     with pytest.raises(ConfigError, match="EMULATOR_LLM_BACKEND"):

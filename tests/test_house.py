@@ -74,6 +74,7 @@ LAYERS = {
         "emulator.wire": 1,
         "emulator.controller": 2,
         "emulator.llm.base": 2,
+        "emulator.llm.threads": 2,  # the models' thread budget and priority: the factory and SmolLM2 use it
         "emulator.llm.script": 3,
         "emulator.llm.openai_compatible": 3,
         "emulator.llm.smollm": 3,

@@ -21,6 +21,7 @@ see BENCHMARKS.md. Threads: `threads.py` (one per four cores, at least one).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import itertools
 import json
 import multiprocessing
@@ -268,14 +269,17 @@ class SmolLM2GenaiModel(SmolLM2Model):
     """SmolLM2-135M-Instruct on onnxruntime-genai, streaming its tokens (a `ReplyModel`)."""
 
     def _load(self) -> tuple[Any, Any]:
+        # Only the worker loads onnxruntime-genai (and onnxruntime with it); here: is it installed.
+        missing = "onnxruntime_genai" if importlib.util.find_spec("onnxruntime_genai") is None else None
         try:
-            import onnxruntime_genai  # noqa: F401  (the worker imports it; here: is it installed)
             from transformers import AutoTokenizer
         except ImportError as exc:
+            missing = str(exc)
+        if missing:
             raise ReplyModelError(
                 f"SmolLM2 on onnxruntime-genai needs the local-llm extra (pip install -e '.[local-llm]'): "
-                f"{exc}; or set EMULATOR_LLM_BACKEND=smollm2-torch or script"
-            ) from exc
+                f"{missing} is missing; or set EMULATOR_LLM_BACKEND=smollm2-torch or script"
+            )
         # The prompt is the torch path's (the same chat template and token ids from the same tokenizer).
         tokenizer = AutoTokenizer.from_pretrained(prepare_model(self.cache_dir), local_files_only=True)
         worker = GenaiWorker(

@@ -146,7 +146,7 @@ def plot(result: dict[str, Any]) -> Any:
 def run(quick: bool, out: Path) -> dict[str, Any]:
     backends: dict[str, Any] = {}
     for name, backend in BACKENDS.items():
-        model = backend(threads=thread_budget())
+        model = backend(threads=thread_budget(own_process=backend.OWN_PROCESS))
         backends[name] = {
             "single": single_stream(model, runs=1 if quick else RUNS),
             "concurrent": concurrent_streams(model, streams=3 if quick else STREAMS),

@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # after matplotlib.use: the backend is chosen first
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from numpy._core._multiarray_umath import __cpu_features__ as cpu_features
 from tqdm import tqdm
 
 OURS = "#0a84ff"
@@ -37,11 +38,19 @@ def processor() -> str:
     return platform.processor() or platform.machine()
 
 
+def vector_extensions() -> str:
+    """The vector extensions this process's CPUID shows, the ones that pick onnxruntime's and torch's
+    kernels (numpy reads them the same way). Under scripts/avx2-only: AVX2+FMA3 on any CPU."""
+    names = ("AVX2", "FMA3", "AVX512F", "AVX512VNNI")
+    return "+".join(name for name in names if cpu_features.get(name)) or "none"
+
+
 def machine() -> dict[str, Any]:
     return {
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
         "processor": processor(),
+        "vector_extensions": vector_extensions(),
         "python": platform.python_version(),
         "load_average_1_5_15_min": [round(v, 2) for v in os.getloadavg()],  # > cpus: a busy machine
     }

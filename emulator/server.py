@@ -140,8 +140,9 @@ class Emulator:
                 ) from err
 
     async def wait_in_service(self, manifest: Manifest, limit_s: float | None = None) -> None:
-        """Wait until the manifest's endpoints are InService and its agent runtimes READY; raise
-        EmulatorStartError if one fails."""
+        """Wait until the manifest's endpoints are InService and its agent runtimes READY, then until the
+        local model behind Bedrock has loaded when an agent runtime started its load (after the
+        endpoints: `Services.preload_reply_model`); raise EmulatorStartError if one fails."""
         limit = limit_s if limit_s is not None else self.config.startup_timeout_s + 30
         deadline = time.monotonic() + limit
         while True:
@@ -153,10 +154,11 @@ class Emulator:
                 if state in {"Failed", "CREATE_FAILED"}:
                     raise EmulatorStartError(f"{what} failed: {reason}")
             if all(state in {"InService", "READY"} for state, _ in states.values()):
-                return
+                break
             if time.monotonic() > deadline:
                 raise EmulatorStartError(f"{', '.join(states)} not all ready after {limit:g} s")
             await asyncio.sleep(0.05)
+        await self.services.reply_model_loaded(max(0.0, deadline - time.monotonic()))
 
     def _endpoint_state(self, name: str) -> tuple[str | None, str | None]:
         ep = self.store.endpoints.get(name)
@@ -209,7 +211,6 @@ async def run_emulator(
             **client_env(config, http_url, h2_url, str(tls.ca)),
             "OTEL_EXPORTER_OTLP_ENDPOINT": f"{http_url}/_emulator/otlp",
         },
-        preload_llm=bool(manifest.agent_runtimes),
     )
     emulator = Emulator(services, tls, http_url, h2_url)
 

@@ -191,6 +191,17 @@ class Controller:
     def wake(self) -> None:
         self._wake.set()
 
+    def endpoint_replicas_starting(self) -> bool:
+        """Whether a replica of an endpoint is on its way up: created, starting, or running and not yet
+        ready (loading its model, warming up, timing its engine)."""
+        return any(
+            replica.phase in ("Pending", "Starting") or (replica.phase == "Running" and not replica.ready)
+            for endpoint in list(self.store.endpoints.values())
+            for deployment in (endpoint.current, endpoint.pending)
+            if deployment is not None
+            for replica in deployment.replicas()
+        )
+
     def _served(self) -> Iterator[Served]:
         """Every endpoint, then every agent runtime (each list read when the loop reaches it)."""
         yield from (ServedEndpoint(ep, self.config) for ep in list(self.store.endpoints.values()))

@@ -49,16 +49,13 @@ def reply_model_from_config(config: Any) -> ReplyModel:
         return OpenAICompatibleModel(config.llm_openai_base_url, model=config.llm_openai_model)
     backend = smollm2_runtime(config.llm_backend)
     if backend in {"smollm2-onnx", "smollm2-torch"}:
+        from emulator.llm.smollm.genai import SmolLM2GenaiModel
+        from emulator.llm.smollm.model import SmolLM2Model
         from emulator.llm.threads import thread_budget
 
-        threads = thread_budget(config.llm_threads)
-        if backend == "smollm2-onnx":
-            from emulator.llm.smollm.genai import SmolLM2GenaiModel
-
-            return SmolLM2GenaiModel(config.llm_cache_dir, threads, config.llm_max_tokens)
-        from emulator.llm.smollm.model import SmolLM2Model
-
-        return SmolLM2Model(config.llm_cache_dir, threads, config.llm_max_tokens)
+        model = SmolLM2GenaiModel if backend == "smollm2-onnx" else SmolLM2Model
+        threads = thread_budget(config.llm_threads, own_process=model.OWN_PROCESS)
+        return model(config.llm_cache_dir, threads, config.llm_max_tokens)
     if config.llm_backend != "script":
         raise ConfigError(
             f"EMULATOR_LLM_BACKEND must be one of {', '.join(BACKENDS)}, got {config.llm_backend!r}"

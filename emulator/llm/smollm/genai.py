@@ -41,7 +41,7 @@ from emulator.llm.smollm.model import (
 )
 from emulator.llm.smollm.repetition import penalize
 from emulator.llm.smollm.weights import prepare_model, prepare_onnx
-from emulator.llm.threads import yield_to_speech
+from emulator.llm.threads import yield_process_to_speech
 
 # Idle generators kept for their KV cache: a new request whose prompt starts like an idle one's tokens
 # (the same system prompt; the same conversation one turn later) rewinds it to the common prefix and
@@ -120,7 +120,7 @@ class _Reading:
 def serve(connection: Any, model_dir: str, session_options: dict[str, Any], prefix: list[int]) -> None:
     """The worker process: loads the model, preheats its pool with `prefix`, says ("ready", None) or
     ("error", why), then answers `GenaiWorker`'s calls until its parent goes away."""
-    yield_to_speech()
+    yield_process_to_speech()
     try:
         import onnxruntime_genai as og
 
@@ -203,8 +203,8 @@ class GenaiWorker:
     In the emulator's process that is its event loop (Bedrock's streams, and every frame of speech the
     emulator relays between the agent and the endpoint) stopped for each token; on the README demo the
     listener stalled 0.12-0.34 s while the model wrote. The decoder thread waits on the pipe instead
-    (which frees the GIL), about 0.1 ms a call. The process runs YIELD_NICE below the emulator
-    (`threads.yield_to_speech`), and ends when the emulator does (its pipe closes)."""
+    (which frees the GIL), about 0.1 ms a call. The process runs in a session of its own, YIELD_NICE below
+    the replicas (`threads.yield_process_to_speech`), and ends when the emulator does (its pipe closes)."""
 
     def __init__(self, model_dir: Path, session_options: dict[str, Any], prefix: list[int]) -> None:
         context = multiprocessing.get_context("spawn")  # no fork of a process with threads
@@ -267,6 +267,8 @@ class _GenaiTurn(Answer):
 
 class SmolLM2GenaiModel(SmolLM2Model):
     """SmolLM2-135M-Instruct on onnxruntime-genai, streaming its tokens (a `ReplyModel`)."""
+
+    OWN_PROCESS = True  # its forward passes run in `GenaiWorker`
 
     def _load(self) -> tuple[Any, Any]:
         # Only the worker loads onnxruntime-genai (and onnxruntime with it); here: is it installed.

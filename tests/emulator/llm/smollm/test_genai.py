@@ -12,7 +12,7 @@ import pytest
 from emulator.config import EmulatorConfig
 from emulator.llm import reply_model_from_config
 from emulator.llm.base import ConverseRequest, ReplyModelError
-from emulator.llm.smollm.genai import POOL_SIZE, SmolLM2GenaiModel
+from emulator.llm.smollm.genai import POOL_SIZE, GenaiWorker, SmolLM2GenaiModel
 from emulator.llm.smollm.model import SmolLM2Model
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]  # the first run builds the ONNX model
@@ -40,6 +40,15 @@ def test_the_pool_is_preheated_with_the_system_prompt(genai: SmolLM2GenaiModel) 
     idle = worker.call("idle")
     assert len(idle) == POOL_SIZE and len(prefix) > 40
     assert any(tokens[: len(prefix)] == prefix for tokens in idle)
+
+
+def test_a_model_that_does_not_load_fails_every_call_with_its_reason(tmp_path) -> None:
+    """The worker loads the model while the tokenizer loads in the emulator: its error arrives typed at
+    the first call, and at the next (the worker stays, so no call finds it gone)."""
+    worker = GenaiWorker(tmp_path, {"intra_op_num_threads": 1})
+    for _ in range(2):
+        with pytest.raises(ReplyModelError, match=f"onnxruntime-genai could not load {tmp_path}"):
+            worker.call("preheat", [1, 2, 3])
 
 
 def test_a_reused_generator_answers_as_a_fresh_one(genai: SmolLM2GenaiModel) -> None:

@@ -9,13 +9,16 @@ Rules (the order in which they are checked):
 
 * A newline ends a chunk (list items, headings, paragraphs). No lookahead is needed.
 * A terminator run is a maximal run of ``. ! ? …`` (and ``。！？``), e.g. ``?!``, ``...``, ``!!``.
-  Closing quotes and brackets right after it (``" ' ” ’ ) ] } » 」 』 ） 】 》``) belong to the sentence:
-  ``He said "Stop." Then`` ends after the quote.
+  Closing quotes and brackets right after it (``" ' ” ’ ) ] } » 」 』 ） 】 》``) and Markdown's emphasis
+  marks (``* _``) belong to the sentence: ``He said "Stop." Then`` ends after the quote, ``**Keep it
+  cool.** A cool room`` after the bold (models write their points that way; without it a bold
+  sentence ran on into the next one, and a bold heading ``**Tip:**`` never ended a first chunk).
 * CJK: a run that contains ``。！？`` ends the sentence right after the run and its closers; no space
   is needed after it.
 * Otherwise the run must be followed by whitespace (so ``3.14``, ``v2.1.3``, ``$4.50``, ``1,000``,
   ``example.com/a.b``, ``john.doe@example.co.uk``, ``U.S`` and ``e.g.,`` never end anything), and the
-  next significant character decides (opening quotes and brackets are skipped to find it):
+  next significant character decides (opening quotes, brackets and emphasis marks are skipped to find
+  it):
   - whitespace containing a newline: the sentence ended;
   - a lowercase letter: it did not (``Hmm... let me see``, ``"Really?" she asked``, ``approx. five``);
   - anything else (a capital, a digit, a symbol, CJK): it ended.
@@ -37,7 +40,8 @@ Options (all off by default, so by default this is a plain sentence chunker):
 
 * ``first_fragment_min_words=N``: the first chunk may also end at a clause boundary once it holds at
   least N words (a CJK character counts as a word): after ``, ; : –`` followed by whitespace (after
-  optional closers; so not in ``1,000``, ``10:30``, ``10–20``), or right after ``— ， ； ： 、``.
+  optional closers, ``**Tip:** Sleep`` included; so not in ``1,000``, ``10:30``, ``10–20``), or right
+  after ``— ， ； ： 、``.
   This cuts the time to the first audio.
 * ``first_fragment_max_words=N``: the first chunk also ends at the first whitespace after its N-th
   word (a CJK character counts as a word, but only whitespace cuts), whether or not a sentence or a
@@ -61,8 +65,9 @@ import re
 LATIN_TERMINATORS = ".!?…"
 CJK_TERMINATORS = "。！？"
 TERMINATORS = LATIN_TERMINATORS + CJK_TERMINATORS
-CLOSERS = "\"'”’)]}»」』）】》"
-OPENERS = "\"'“‘([{«¿¡「『（【《"
+EMPHASIS = "*_"
+CLOSERS = "\"'”’)]}»」』）】》" + EMPHASIS
+OPENERS = "\"'“‘([{«¿¡「『（【《" + EMPHASIS
 SPACED_CLAUSE_MARKS = ",;:–"
 UNSPACED_CLAUSE_MARKS = "—，；：、"
 

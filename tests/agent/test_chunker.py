@@ -47,6 +47,12 @@ SPLIT_CASES = [
     ("curly quote closes", "She said “Go!” And we went.", ["She said “Go!”", "And we went."]),
     ("bracket closes", "It is cheap (really.) Buy it.", ["It is cheap (really.)", "Buy it."]),
     ("attribution", '"Really?" she asked. Yes.', ['"Really?" she asked.', "Yes."]),
+    ("bold closes", "**Keep it cool.** A cool room helps.", ["**Keep it cool.**", "A cool room helps."]),
+    ("italic closes", "She said *no.* Then left.", ["She said *no.*", "Then left."]),
+    ("underscore closes", "It is __done.__ Next.", ["It is __done.__", "Next."]),
+    ("emphasis opens lowercase", "Hmm... *let* me see. Ok.", ["Hmm... *let* me see.", "Ok."]),
+    ("bold title", "Ask **Dr.** Smith now. Ok.", ["Ask **Dr.** Smith now.", "Ok."]),
+    ("emphasis then no space", "Use a.*b here. Ok.", ["Use a.*b here.", "Ok."]),
     ("opening quote next", 'He left. "Why?" she asked.', ["He left.", '"Why?" she asked.']),
     ("url", "See example.com/a.b for more. Thanks.", ["See example.com/a.b for more.", "Thanks."]),
     ("url at end", "Visit example.com. Then log in.", ["Visit example.com.", "Then log in."]),
@@ -173,6 +179,11 @@ def test_first_fragment_option() -> None:
         "Read pages 10–20 first –",
         "then rest.",
     ]
+    # A bold heading ends at its colon: the emphasis closes it, as a quote would.
+    assert split_sentences("1. **Avoid caffeine:** It keeps you up.", first_fragment_min_words=3) == [
+        "1. **Avoid caffeine:**",
+        "It keeps you up.",
+    ]
     assert split_sentences("Well then—let us go. Now.", first_fragment_min_words=2) == [
         "Well then—",
         "let us go.",
@@ -251,10 +262,11 @@ PIECES = [
     "Dr.", "Mr.", "St.", "e.g.", "i.e.,", "etc.", "a.m.", "U.S.", "Inc.", "J.", "I.", "vs.", "3.14",
     "$4.50", "v2.1.3", "1,000", "10:30", "example.com/a.b", "john.doe@example.co.uk", "...", "…", "?!",
     "!", "?", ".", ",", ";", ":", "—", "–", '"', "“", "”", "'", "(", ")", "。", "！", "？", "「", "」",
-    "你好", "Hello", "world", "the", "The", "It", "a", "b", "42", "1.", "-", " ", " ", " ", "\n", "\n\n",
+    "你好", "Hello", "world", "the", "The", "It", "a", "b", "42", "1.", "-", "**", "*", "_", " ", " ", " ",
+    "\n", "\n\n",
 ]  # fmt: skip
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join) | st.text(
-    alphabet=st.sampled_from(list("aB1 .,!?;:\n\"')(—–。」…")), max_size=60
+    alphabet=st.sampled_from(list("aB1 .,!?;:\n\"')(—–。」…*_")), max_size=60
 )
 options = st.fixed_dictionaries(
     {

@@ -57,6 +57,24 @@ async def test_a_second_session_is_told_its_place_and_served_when_the_first_clos
         assert len(served.pcm()) > 24_000  # half a second of speech
 
 
+async def test_a_session_that_closes_and_goes_away_mid_answer_leaves_its_slot_free(one_slot: Server):
+    """A client that says `close` and drops the connection while much of its answer is still to
+    compute (the agent, when a question is asked over a speaking answer) leaves nothing behind: the
+    next session gets the slot. Before, that answer's audio, which nobody would read, held its work at
+    the scheduler's bound of 10 s ahead, and the slot with it: the next session waited in line until
+    the replica stopped (the browser test's third question on an AVX2-only CPU, capacity 1)."""
+    async with connect(one_slot.ws) as first:
+        for n in range(4):
+            for m, text in enumerate(ANSWER):
+                await first.send(message(text, f"a{n}{m}"))  # about 28 s of speech
+        await read_until(first, Transcript(), lambda frame: isinstance(frame, bytes), 60)
+        await first.close()
+    async with connect(one_slot.ws) as second:
+        await second.send(message("Hello there.", "b"))
+        served = await read_until(second, Transcript(), is_control("synthesis_complete", "b"), 60)
+        assert len(served.pcm()) > 24_000  # half a second of speech
+
+
 async def test_past_the_line_a_session_is_refused_busy_and_the_others_are_served(one_slot: Server):
     line = max_waiting(1)
     async with connect(one_slot.ws) as first:

@@ -18,6 +18,7 @@ Replies are JSON with non-ASCII escaped, so no reply can fail to encode.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -66,13 +67,16 @@ class Session:
             self._scheduler.closed(self)  # its slot frees once what it asked for is computed
             if closing:
                 self._outbox.put_nowait(None)
-                await sender
-                await self._ws.close(1000)
-            else:
-                for job in list(self._jobs.values()):
-                    self._scheduler.cancel(job)
-                sender.cancel()
-                await asyncio.gather(sender, return_exceptions=True)
+                with contextlib.suppress(WebSocketDisconnect):
+                    await sender
+                    await self._ws.close(1000)
+            # The client went away, before its `close` or while what it asked for was still being sent:
+            # nobody reads the rest. Left queued, its audio would stop at the scheduler's bound on
+            # unread audio (AHEAD_LIMIT_BYTES) and hold the session's slot until the replica stops.
+            for job in list(self._jobs.values()):
+                self._scheduler.cancel(job)
+            sender.cancel()
+            await asyncio.gather(sender, return_exceptions=True)
 
     async def _receive_loop(self) -> bool:
         """Returns True when the client asked to close, False when it went away."""

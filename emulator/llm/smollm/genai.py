@@ -137,12 +137,11 @@ def serve(connection: Any, model_dir: str, session_options: dict[str, Any]) -> N
             operation, *arguments = connection.recv()
         except (EOFError, OSError):  # the parent has gone
             return
+        if failed:
+            connection.send(("error", failed))
+            continue
         try:
-            if failed:
-                raise ReplyModelError(failed)
             reply = _CALLS[operation](pool, answers, *arguments)
-        except ReplyModelError as exc:
-            connection.send(("error", str(exc)))
         except Exception as exc:
             connection.send(("error", f"{operation}: {type(exc).__name__}: {exc}"))
         else:

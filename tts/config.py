@@ -42,6 +42,7 @@ class TTSConfig:
     send_ahead_ms: int = 0
     provider: str = "auto"
     int8_conv: str = "auto"
+    spin: str = "auto"
     engine: str = "onnx"
     workers: int = 1
     capacity: int = 0
@@ -60,6 +61,8 @@ class TTSConfig:
             raise ValueError(f"TTS_PROVIDER must be auto, cpu or cuda, got {self.provider!r}")
         if self.int8_conv not in {"auto", "conv", "matmul"}:
             raise ValueError(f"TTS_INT8_CONV must be auto, conv or matmul, got {self.int8_conv!r}")
+        if self.spin not in {"auto", "on", "off"}:
+            raise ValueError(f"TTS_SPIN must be auto, on or off, got {self.spin!r}")
         if self.send_ahead_ms < 0:
             raise ValueError(f"TTS_SEND_AHEAD_MS must be 0 (off) or more, got {self.send_ahead_ms}")
         if self.max_body_bytes < 1024:
@@ -104,6 +107,7 @@ class TTSConfig:
             send_ahead_ms=_env_int("TTS_SEND_AHEAD_MS", cls.send_ahead_ms),
             provider=env.get("TTS_PROVIDER") or cls.provider,
             int8_conv=env.get("TTS_INT8_CONV") or cls.int8_conv,
+            spin=env.get("TTS_SPIN") or cls.spin,
             engine=env.get("TTS_ENGINE") or cls.engine,
             workers=_env_int("TTS_WORKERS", cls.workers),
             capacity=_env_int("TTS_CAPACITY", cls.capacity),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,15 @@ def test_the_commands_exit_status_is_the_scripts() -> None:
 def test_a_share_that_is_no_number_of_cores_is_refused(cpus: str) -> None:
     run = cpu_quota(cpus, "true")
     assert run.returncode == 2 and "CPUS must be a number of cores" in run.stderr
+
+
+def test_the_engine_reads_the_quota_it_runs_under_and_sleeps_between_operators_there() -> None:
+    """`tts/engines/cpu_quota.py` on this kernel's real cgroups: the share scripts/cpu-quota set, and the
+    ONNX engine's choice not to spin under it (`TTS_SPIN=auto`)."""
+    probe = (
+        "from tts.engines.cpu_quota import quota_cores; from tts.engines.onnx.engine import _spins; "
+        "print(quota_cores(), _spins('auto', quota_cores()))"
+    )
+    run = cpu_quota("0.5", sys.executable, "-c", probe)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["0.5", "False"]

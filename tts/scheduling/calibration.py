@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tts.engines.base import Features, SpeechEngine
+from tts.engines.cpu_quota import quota_cores
 from tts.scheduling.speed import SPEED_SMOOTHING, SPEED_TEXT, DecodeSpeed
 
 log = logging.getLogger("tts.scheduling.calibration")
@@ -107,8 +108,9 @@ class Calibration:
 
 
 def cpu_signature(engine: SpeechEngine, threads: int) -> str:
-    """The CPU model, the vector extensions that pick the int8 kernels, the threads and the engine:
-    figures measured under one signature hold for every replica with the same."""
+    """The CPU model, the vector extensions that pick the int8 kernels, the threads, the CPU quota
+    (`cpu_quota.py`) and the engine: figures measured under one signature hold for every replica with
+    the same."""
     model, flags = platform.processor() or platform.machine(), set()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -122,7 +124,9 @@ def cpu_signature(engine: SpeechEngine, threads: int) -> str:
         pass
     extensions = "+".join(flag for flag in SIGNATURE_FLAGS if flag in flags) or "none"
     graph = getattr(engine, "int8_conv", "")
-    return f"{model}|{extensions}|{threads}t|{engine.name}:{engine.device}:{graph}|lanes{engine.lanes}"
+    quota = quota_cores()
+    share = f"|quota{quota:.2f}" if quota is not None else ""
+    return f"{model}|{extensions}|{threads}t{share}|{engine.name}:{engine.device}:{graph}|lanes{engine.lanes}"
 
 
 def cache_path(cache_dir: Path, signature: str) -> Path:

@@ -25,6 +25,7 @@ import onnxruntime as ort
 
 from tts.config import TTSConfig
 from tts.engines.base import Features, RunFlag, SpeechEngine, SynthesisCancelled, choose_device, style_row
+from tts.engines.cpu_quota import quota_cores
 from tts.engines.decode import HARMONICS, phase_before, source_phase
 from tts.engines.onnx.assets import load_assets
 from tts.engines.onnx.conv_matmul import u8s8_gemm_is_exact
@@ -45,18 +46,27 @@ def _providers(provider: str) -> list[str]:
     return ["CUDAExecutionProvider", "CPUExecutionProvider"]
 
 
-def _session(path: Path, threads: int, providers: list[str]) -> ort.InferenceSession:
+def _session(path: Path, threads: int, providers: list[str], spin: bool) -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    # Inside a run the intra-op threads spin between operators: the text side and a short window are
-    # thousands of small operators, and waking a sleeping thread for each costs more than the operator
-    # (measured: text side of 20 words 204 -> 159 ms, first window 278 -> 234 ms). At the end of a run
-    # they stop: an idle spinning pool burnt ~50 ms of CPU per run, taken from the lanes, the event loop
-    # and the other processes of a local stack.
-    options.add_session_config_entry("session.intra_op.allow_spinning", "1")
+    # With `spin`, inside a run the intra-op threads spin between operators: the text side and a short
+    # window are thousands of small operators, and waking a sleeping thread for each costs more than the
+    # operator (measured: text side of 20 words 204 -> 159 ms, first window 278 -> 234 ms). At the end of
+    # a run they stop: an idle spinning pool burnt ~50 ms of CPU per run, taken from the lanes, the event
+    # loop and the other processes of a local stack. Whether to spin: `_spins`.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
     options.add_session_config_entry("session.force_spinning_stop", "1")
     return ort.InferenceSession(str(path), sess_options=options, providers=providers)
+
+
+def _spins(choice: str, quota: float | None) -> bool:
+    """Spin (`_session`) when asked, or, by default, where no CPU quota applies (`quota` in cores): under
+    a quota a spinning thread's wait is CPU time taken from the quota, and the work waits for the next
+    period. Measured on 2 AVX2-only cores at a 1.3-core quota (scripts/cpu-quota, scripts/avx2-only):
+    a 20-word sentence's first audio 625-1,596 ms spinning, 391-495 ms not; on 2 VNNI cores without a
+    quota 100-125 ms spinning, 121-169 ms not."""
+    return choice == "on" or (choice == "auto" and quota is None)
 
 
 def _on_cpu(providers: list[str]) -> bool:
@@ -95,22 +105,26 @@ class OnnxEngine(SpeechEngine[np.ndarray]):
         providers = _providers(config.provider)
         self.int8_conv = _int8_conv(config.int8_conv, providers)
         decoder_path = split.matmul_decoder_path if self.int8_conv == "matmul" else split.decoder_path
-        self._text = _session(split.text_path, threads, providers)
-        self._decoder = _session(decoder_path, threads, providers)
+        self.spins = _spins(config.spin, quota_cores())
+        self._text = _session(split.text_path, threads, providers, self.spins)
+        self._decoder = _session(decoder_path, threads, providers, self.spins)
         lanes = config.window_lanes or _auto_lanes(threads, providers)
         # With one lane every window runs on the decoder above, on all threads.
-        self._lanes = [_session(decoder_path, 1, providers) for _ in range(lanes)] if lanes > 1 else []
+        self._lanes = (
+            [_session(decoder_path, 1, providers, self.spins) for _ in range(lanes)] if lanes > 1 else []
+        )
         self._lane_pool = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="kokoro-lane")
         self.lanes = lanes
         self.model_path = assets.model_path
         self.voices = assets.voices
         self.load_seconds = time.perf_counter() - started
         log.info(
-            "loaded %s in %.2fs (%s, int8 convolutions as %s, %d voices)",
+            "loaded %s in %.2fs (%s, int8 convolutions as %s, threads %s, %d voices)",
             assets.model_path.name,
             self.load_seconds,
             self.provider,
             self.int8_conv,
+            "spinning" if self.spins else "sleeping between operators",
             len(self.voices),
         )
 

@@ -14,9 +14,12 @@ That fixed plan (`steps`) is what a step is without a listener to keep ahead of 
 decoder's measured speed, a segment's first window is the ramp's (`first_window`): the shortest one that
 the steps after it can follow without a gap, each computed while the audio before it plays, on an engine
 shared by `sharing` sessions taking turns; so a slower CPU (or a busier engine) gets a somewhat longer
-first window, not a fixed stretch that is too short there and too long here. Given a budget, the
-seconds until the listener would run out of audio
-(the scheduler knows: `scheduler.py`), `WindowPlan.step` sizes the next step from how fast this
+first window, not a fixed stretch that is too short there and too long here. A listener starts only
+when the audio computed for it (its lead) suffices at the speed the last step showed (`scheduler.py`);
+when the first window's step ran slower than predicted (a busier host), the lead grows by the ramp's
+shortest step from where it is (`ramp`), not by the fixed plan's, which would compute the rest of a
+short sentence before a word is heard. Given a budget, the seconds until the listener would run out of
+audio (the scheduler knows: `scheduler.py`), `WindowPlan.step` sizes the next step from how fast this
 machine decodes instead (`speed.py`: measured at load, then updated from every step it times): the
 longest step, up to `max_frames`, whose predicted time fits BUDGET_SHARE of the budget, never shorter
 than MIN_STEP_FRAMES. So a listener with 0.3 s of audio buffered gets a short step soon, and one with
@@ -104,6 +107,7 @@ class WindowPlan:
         speed: DecodeSpeed | None = None,
         sharing: int = 0,
         later: Sequence[Work] = (),
+        lead_s: float | None = None,
     ) -> list[tuple[int, int]]:
         """The segment's step number `index`, from frame `start` of `frames`. Without a budget, the fixed
         plan: a step spans `growth` times the last, up to `max_frames`, and a remainder under half a
@@ -113,7 +117,10 @@ class WindowPlan:
         time fits BUDGET_SHARE of the budget, from MIN_STEP_FRAMES (a segment's first window:
         `first_frames`) up to `max_frames`; a remainder shorter than that floor joins it. When even the
         floor would not be done within the budget, the listener waits whatever the step, and the fixed
-        plan's step is taken (its growth spends the least time on context frames)."""
+        plan's step is taken (its growth spends the least time on context frames). With `lead_s`
+        instead, the audio computed for a listener who has not started yet because it did not suffice
+        (`scheduler.py`), the lead grows by the ramp's shortest step after which it does (`ramp`), at the
+        speed the last step showed (`DecodeSpeed.lately`, as the scheduler checks the lead)."""
         if not self.first_frames or frames <= self.first_frames:
             return [(0, frames)]
         if index == 0 and budget_s is None:
@@ -121,6 +128,11 @@ class WindowPlan:
             if speed is not None and sharing:
                 stop = self.first_window(frames, speed, sharing, later)
             return [(0, frames if frames - stop < stop // 2 else stop)]
+        if budget_s is None and lead_s is not None and speed is not None and sharing:
+            stop = start + self.ramp(start, frames, speed.lately(BUDGET_SHARE), sharing, later, lead_s)
+            if frames - stop < MIN_STEP_FRAMES:
+                stop = frames
+            return self._split(start, stop, index, frames)
         floor = self.first_frames if index == 0 else MIN_STEP_FRAMES
         if (
             budget_s is None
@@ -148,21 +160,41 @@ class WindowPlan:
     def first_window(
         self, frames: int, speed: DecodeSpeed, sharing: int = 1, later: Sequence[Work] = ()
     ) -> int:
-        """The ramp: the shortest first window, from `first_frames` up to `max_frames`, after which every
-        step of this segment and of the `later` work can be computed while the audio before it plays
-        (`follows`). Found by bisection: a longer first window never makes what follows harder. When
-        not even `max_frames` does (an engine slower than real time), `max_frames`: the scheduler
+        """The ramp (`ramp`) from a segment's start with nothing computed ahead: the shortest first
+        window, from `first_frames` up to `max_frames`, after which every step of this segment and of
+        the `later` work can be computed while the audio before it plays."""
+        return self.ramp(0, frames, speed, sharing, later)
+
+    def ramp(
+        self,
+        start: int,
+        frames: int,
+        speed: DecodeSpeed,
+        sharing: int = 1,
+        later: Sequence[Work] = (),
+        lead_s: float = 0.0,
+    ) -> int:
+        """The shortest span from frame `start` (at least `first_frames` from a segment's start, else
+        MIN_STEP_FRAMES, at most `max_frames` and what is left) after which a listener with `lead_s`
+        of audio computed ahead and the span's own never waits for the rest of this segment and the
+        `later` work (`follows`). Found by bisection: a longer span never makes what follows harder.
+        When not even the longest does (an engine slower than real time), the longest: the scheduler
         then holds the audio back until enough is computed (`follows` again, `scheduler.py`)."""
-        longest = min(frames, self.max_frames)
-        first = self.first_frames
-        if self.follows(first * FRAME_S, [Work(frames, 0.0, first), *later], speed, sharing):
-            return first
-        if not self.follows(longest * FRAME_S, [Work(frames, 0.0, longest), *later], speed, sharing):
+        longest = min(frames - start, self.max_frames)
+        low = min(longest, self.first_frames if start == 0 else MIN_STEP_FRAMES)
+
+        def enough(span: int) -> bool:
+            work = [Work(frames, 0.0, start + span), *later]
+            return self.follows(lead_s + span * FRAME_S, work, speed, sharing)
+
+        if enough(low):
+            return low
+        if not enough(longest):
             return longest
-        low, high = self.first_frames, longest
+        high = longest
         while high - low > 1:
             middle = (low + high) // 2
-            if self.follows(middle * FRAME_S, [Work(frames, 0.0, middle), *later], speed, sharing):
+            if enough(middle):
                 high = middle
             else:
                 low = middle

@@ -139,6 +139,7 @@ class Job:
     run_options: RunFlag = field(default_factory=CancelFlag)
     budget_s: float | None = None  # the time its next step may take (set by the scheduler each turn)
     sharing: int = 1  # sessions admitted with work, this one included (set with `budget_s`)
+    lead_s: float | None = None  # the audio computed for its listener not yet started (set with `budget_s`)
     position: int | None = None  # its place in line, as last told (None: its session is admitted)
     later_segments: list[Work] = field(default_factory=list)  # its segments after the one being decoded
     later_jobs: list[Work] = field(default_factory=list)  # the session's queued jobs (set each turn)
@@ -392,6 +393,7 @@ class Scheduler:
         job.later_jobs = self._estimated(list(self._queues[owner])[1:])
         if owner not in self._runs_out_at and owner not in self._lead and self.calibration is not None:
             self._lead[owner], self._lead_s[owner] = [], 0.0
+        job.lead_s = self._lead_s.get(owner)
         return job
 
     def _shortest_step_s(self) -> float:
@@ -463,7 +465,7 @@ class Scheduler:
         budget = job.budget_s
         if budget is not None:
             budget = max(0.0, budget - (time.perf_counter() - started))
-        audio = job.windows.next(budget, job.sharing, job.later_segments + job.later_jobs)
+        audio = job.windows.next(budget, job.sharing, job.later_segments + job.later_jobs, job.lead_s)
         job.samples += len(audio)
         return float_to_pcm16(audio)
 

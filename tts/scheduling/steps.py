@@ -40,14 +40,20 @@ class WindowedDecode:
         """Every window decoded so far, in order."""
         return self._decoder.windows
 
-    def next(self, budget_s: float | None = None, sharing: int = 0, later: Sequence[Work] = ()) -> np.ndarray:
+    def next(
+        self,
+        budget_s: float | None = None,
+        sharing: int = 0,
+        later: Sequence[Work] = (),
+        lead_s: float | None = None,
+    ) -> np.ndarray:
         """Decode the next step (`WindowPlan.step`: the fixed plan, its first window the ramp's for an
-        engine shared by `sharing` sessions, or sized to `budget_s`, the seconds until the listener
-        runs out of audio; a first window is followed by the `later` work); return the audio it
-        completes."""
+        engine shared by `sharing` sessions, sized to `budget_s`, the seconds until the listener runs
+        out of audio, or the ramp's step that makes `lead_s`, the audio computed for a listener not yet
+        started, enough; the segment is followed by the `later` work); return the audio it completes."""
         decoder = self._decoder
         step = self._plan.step(
-            decoder.position, self._steps_taken, decoder.frames, budget_s, self._speed, sharing, later
+            decoder.position, self._steps_taken, decoder.frames, budget_s, self._speed, sharing, later, lead_s
         )
         started = time.perf_counter()
         audio = decoder.decode(step)

@@ -3,6 +3,7 @@ decoded step by step as they say (`steps.py`): steps cover every frame once, fit
 left, and stream audio close to whole-segment audio that Whisper hears as well.
 """
 
+import dataclasses
 import itertools
 import time
 
@@ -132,6 +133,43 @@ def test_on_a_fast_engine_the_first_window_stays_the_configured_one():
     assert plan.first_window(240, DecodeSpeed(0.01, 0.0045, 0.0065), 1) == 12
     first = [plan.first_window(240, DecodeSpeed(0.01, f, f * 1.6), 1) for f in (0.004, 0.008, 0.0167)]
     assert first == sorted(first) and first[0] < first[-1], first
+
+
+@pytest.mark.parametrize("speed", RAMP_SPEEDS[1:4], ids=lambda s: f"{s.frame_s * 1e3:.1f}ms")
+def test_a_lead_that_did_not_suffice_grows_by_the_shortest_step_that_makes_it(speed):
+    """A first window that ran slower than predicted (the host got busier) leaves a lead that does not
+    suffice at the speed the step showed (`lately`). The next step is the ramp's from there: after it
+    the listener can start and never wait, and one frame less would not do (a remainder shorter than
+    MIN_STEP_FRAMES joins it); where not even the longest step does, the longest."""
+    plan = WindowPlan(12, 120, 8, growth=4, lanes=2)
+    speed = dataclasses.replace(speed)  # observed below: not the module's
+    frames = 600
+    first = plan.first_window(frames, speed, 1)
+    speed.observe([first + 8], speed.seconds([first + 8]) * 1.6)
+    busy, lead = speed.lately(BUDGET_SHARE), first * FRAME_S
+    assert not plan.follows(lead, [Work(frames, 0.0, first)], busy), "the lead does not suffice now"
+    span = plan.ramp(first, frames, busy, 1, (), lead)
+    follows = plan.follows(lead + span * FRAME_S, [Work(frames, 0.0, first + span)], busy)
+    assert follows or span == plan.max_frames, "slower than real time: the longest step"
+    assert span == MIN_STEP_FRAMES or not plan.follows(
+        lead + (span - 1) * FRAME_S, [Work(frames, 0.0, first + span - 1)], busy
+    ), "one frame less would also do"
+    [*_, (_, stop)] = plan.step(first, 1, frames, lead_s=lead, speed=speed, sharing=1)
+    assert stop == first + span
+
+
+def test_a_short_first_sentence_starts_before_its_end_on_a_busy_host():
+    """The README demo's first chunk, "1. Avoiding caffeine:" (93 frames, 2.3 s), on 2 AVX2-only cores
+    at the issue's speed (the calibration logged there: 13 ms a frame, 22 ms a call), its first window
+    1.6x slower than predicted while the model wrote beside it. The fixed plan's next step is the rest
+    of the sentence: nothing heard until all of it is computed. The ramp's step is shorter."""
+    plan = WindowPlan(12, 120, 8, growth=4, lanes=2)
+    speed, frames = DecodeSpeed(0.022, 0.013, 0.015), 93
+    first = plan.first_window(frames, speed, 1)
+    speed.observe([first + 8], speed.seconds([first + 8]) * 1.6)
+    assert plan.step(first, 1, frames)[-1][1] == frames
+    [*_, (_, stop)] = plan.step(first, 1, frames, lead_s=first * FRAME_S, speed=speed, sharing=1)
+    assert first < stop < frames, (first, stop)
 
 
 def test_the_decoder_speed_follows_what_steps_take():

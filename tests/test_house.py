@@ -55,6 +55,7 @@ LAYERS = {
         "tts.engines.base": 2,
         "tts.engines.decode": 2,
         "tts.engines.weights": 2,
+        "tts.engines.cpu_quota": 2,
         "tts.engines.onnx": 3,
         "tts.engines.torch": 3,
         "tts.engines": 4,  # the factory, the one module that imports both engines

@@ -31,7 +31,14 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.websockets import WebSocket
 
-from agent.browser_guard import NOSNIFF, cross_origin_refusal, foreign_origin, page_headers
+from agent.browser_guard import (
+    NOSNIFF,
+    HostGuard,
+    allowed_hosts,
+    cross_origin_refusal,
+    foreign_origin,
+    page_headers,
+)
 from agent.config import AgentConfig
 from agent.events import Event, EventClock, TurnError, agent_end, error, interrupted
 from agent.listening import SpokenConversation
@@ -281,4 +288,5 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
 
     app.router.routes.append(Route("/favicon.ico", favicon, methods=["GET"]))
     app.router.routes.append(Route("/capture.js", capture, methods=["GET"]))
+    app.add_middleware(HostGuard, allowed=allowed_hosts(config.host, config.allowed_hosts))
     return app

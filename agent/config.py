@@ -50,6 +50,9 @@ class AgentConfig:
     while the rest of the sentence is written. None: no such cut."""
     host: str = "127.0.0.1"
     port: int = 8080
+    allowed_hosts: tuple[str, ...] = ()
+    """Names besides the loopback ones that requests may name in `Host` (AGENT_ALLOWED_HOSTS, comma
+    separated; `.example.com` takes its subdomains, `*` any name): agent.browser_guard.HostGuard."""
 
     @property
     def sagemaker_endpoint_uri(self) -> str:
@@ -76,5 +79,6 @@ class AgentConfig:
             ),
             host=env.get("AGENT_HOST") or cls.host,
             port=int(env.get("AGENT_PORT") or cls.port),
+            allowed_hosts=tuple(env.get("AGENT_ALLOWED_HOSTS", "").split(",")),
         )
         return replace(config, **overrides) if overrides else config

@@ -19,6 +19,7 @@ import docker.errors
 from docker.utils.build import create_archive, exclude_paths
 
 from emulator.config import ImageSpec
+from emulator.controller.paths import UnsafePath, within
 from emulator.controller.runtimes.process import resolve_image
 from emulator.images import ImageBuildError, Progress, docker_client, image_exists, quiet
 from emulator.images.base import DEFAULT_BASE, resolve_base
@@ -37,7 +38,21 @@ stay cached), an unchanged one is used as it is."""
 class BuildRequest:
     image: str
     dockerfile: str
-    """Relative to the repository root (the build context)."""
+    """Relative to the repository root (the build context), and inside it: a manifest or a template
+    names it, and a build reads it and sends its directory's neighbours."""
+
+    def __post_init__(self) -> None:
+        repository_file(self.dockerfile)
+
+
+def repository_file(dockerfile: str) -> Path:
+    """The Dockerfile's path; ImageBuildError for one outside the repository."""
+    try:
+        return within(REPO, dockerfile)
+    except UnsafePath as exc:
+        raise ImageBuildError(f"the Dockerfile {dockerfile[:200]!r} is not in this repository: {exc}") from (
+            exc
+        )
 
 
 def _context_files(dockerfile: str) -> list[str]:
@@ -51,6 +66,7 @@ def _context_files(dockerfile: str) -> list[str]:
 
 def source_hash(dockerfile: str) -> str:
     """The hash of what a build of `dockerfile` would send (file names and contents)."""
+    repository_file(dockerfile)
     digest = hashlib.sha256()
     for name in _context_files(dockerfile):
         path = REPO / name

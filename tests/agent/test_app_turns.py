@@ -46,7 +46,7 @@ class App:
         monkeypatch.setattr(agent.model, "build_agent", build_agent)
         monkeypatch.setattr(Speech, "open_session", open_session)
         self.client = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=create_app(AgentConfig())), base_url="http://agent"
+            transport=httpx.ASGITransport(app=create_app(AgentConfig())), base_url="http://127.0.0.1:8080"
         )
 
     async def invoke(self, payload: dict) -> list[dict]:

@@ -176,7 +176,7 @@ async def test_a_turn_interrupted_before_it_reached_the_model_leaves_the_history
 
 async def _invoke(app, payload) -> list[dict]:
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://agent") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8080") as client:
         response = await client.post(
             "/invocations",
             json=payload,

@@ -1,7 +1,8 @@
 """The agent's HTTP surface and browsers (agent.browser_guard through agent.app, over HTTP in process):
 the page's security headers allow exactly its own inline script and style, and a POST another site's
 page could make a browser send is refused before a turn runs, while the page and non-browser clients
-are served. The real page under that policy is tests/integration/test_web_page.py."""
+are served; a name re-pointed at the agent by another site's DNS (rebinding) gets nothing. The real page
+under that policy is tests/integration/test_web_page.py."""
 
 from __future__ import annotations
 
@@ -9,13 +10,20 @@ import base64
 import hashlib
 import json
 import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
 from importlib import resources
 
 import httpx
 import pytest
+import uvicorn
+import websockets
 
 import agent.model
 from agent.app import create_app
+from agent.browser_guard import allowed_hosts, unknown_host
 from agent.config import AgentConfig
 from tests.agent.doubles import SignalWatchingAgent
 
@@ -112,3 +120,86 @@ async def test_the_page_and_clients_that_are_not_browsers_are_served(
         )
     assert response.status_code == 200 and "agent_end" in response.text
     assert len(built_agents) == 1
+
+
+@pytest.fixture
+def served_agent(built_agents: list[SignalWatchingAgent]) -> Iterator[str]:
+    """The agent on a real uvicorn server bound to 127.0.0.1 (as `python -m agent serve` runs it)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(AgentConfig(port=port)), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    yield f"127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
+
+
+REBOUND = "evil.example"  # another site's name, re-pointed at 127.0.0.1 by its DNS (DNS rebinding)
+
+
+async def test_a_rebound_name_gets_no_turn_and_no_conversation_though_its_origin_matches(
+    served_agent: str, built_agents: list[SignalWatchingAgent]
+) -> None:
+    port = served_agent.rsplit(":", 1)[1]
+    host = f"{REBOUND}:{port}"
+    async with httpx.AsyncClient() as client:
+        response = await client.post(
+            f"http://{served_agent}/invocations",
+            json={"interrupt": {"played_ms": 0}},
+            headers=SESSION | {"Host": host, "Origin": f"http://{host}", "Sec-Fetch-Site": "same-origin"},
+        )
+        page = await client.get(f"http://{served_agent}/", headers={"Host": host})
+    assert response.status_code == 400 and response.json()["code"] == "unknown_host"
+    assert "AGENT_ALLOWED_HOSTS" in response.json()["details"]
+    assert page.status_code == 400
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        async with websockets.connect(  # the browser's URL names the rebound name; the socket is ours
+            f"ws://{host}/ws", origin=f"http://{host}", host="127.0.0.1", port=int(port)
+        ):
+            pass
+    assert refused.value.response.status_code == 403
+    assert built_agents == []
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "app.localhost", "[::1]"])
+async def test_the_names_that_reach_a_loopback_agent_are_served(
+    served_agent: str, built_agents: list[SignalWatchingAgent], host: str
+) -> None:
+    port = served_agent.rsplit(":", 1)[1]
+    async with httpx.AsyncClient() as client:
+        response = await client.post(
+            f"http://{served_agent}/invocations",
+            json={"interrupt": {"played_ms": 0}},
+            headers=SESSION | {"Host": f"{host}:{port}", "Origin": f"http://{host}:{port}"},
+        )
+    assert response.status_code == 200 and "agent_end" in response.text
+
+
+@pytest.mark.parametrize(
+    ("bind", "configured", "host", "served"),
+    [
+        ("127.0.0.1", (), "evil.example", False),
+        ("127.0.0.1", ("agent.internal",), "agent.internal:8080", True),
+        ("127.0.0.1", (".corp.example",), "voice.corp.example", True),
+        ("127.0.0.1", (".corp.example",), "corp.example.evil.example", False),
+        ("127.0.0.1", (), "10.0.0.7:8080", True),  # an address: no name to re-point
+        ("0.0.0.0", (), "anything.example", True),  # a container behind AgentCore's proxy
+        ("0.0.0.0", ("agent.internal",), "evil.example", False),
+        ("127.0.0.1", ("*",), "evil.example", True),
+    ],
+)
+def test_which_hosts_a_server_answers_follows_its_bind_and_agent_allowed_hosts(
+    bind: str, configured: tuple[str, ...], host: str, served: bool
+) -> None:
+    assert (unknown_host(host, allowed_hosts(bind, configured)) is None) is served
+
+
+def test_agent_allowed_hosts_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_ALLOWED_HOSTS", "agent.internal, .corp.example")
+    config = AgentConfig.from_env()
+    assert unknown_host("voice.corp.example", allowed_hosts(config.host, config.allowed_hosts)) is None
+    assert unknown_host("evil.example", allowed_hosts(config.host, config.allowed_hosts)) is not None

@@ -24,7 +24,7 @@ def app():
 
 async def post(app, body: bytes) -> httpx.Response:
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://agent") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8080") as client:
         return await client.post("/invocations", content=body, headers={"Content-Type": "application/json"})
 
 

@@ -28,6 +28,7 @@ import contextlib
 import datetime
 import json
 import logging
+import os
 import shutil
 import time
 import uuid
@@ -37,6 +38,7 @@ from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
 from emulator.config import EmulatorConfig
+from emulator.controller.paths import within
 from emulator.controller.store import AgentRuntime, Stack, StackEvent, StackResource, Store
 from emulator.services.cloudformation.errors import already_exists, no_such_stack, validation
 from emulator.services.cloudformation.resources import (
@@ -541,7 +543,12 @@ class CloudFormation:
                     raise TimeoutError(f"{probe.body} still there after {GONE_TIMEOUT_S:g} s")
                 await asyncio.sleep(GONE_POLL_S)
         if step.directory is not None:
-            await asyncio.to_thread(shutil.rmtree, step.directory, ignore_errors=True)
+            await asyncio.to_thread(self._remove_bucket_directory, step.directory)
+
+    def _remove_bucket_directory(self, directory: Path) -> None:
+        """Only a bucket's own directory: a stack recorded by an older emulator may name any path."""
+        bucket = within(self.buckets, os.path.relpath(directory, self.buckets.resolve()))
+        shutil.rmtree(bucket, ignore_errors=True)
 
 
 def _outputs(runtime: AgentRuntime) -> dict[str, str]:

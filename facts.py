@@ -26,8 +26,24 @@ MEDIA_TYPES = {
     "flac": "audio/flac",
 }
 
-DEFAULT_VOICE = "jm_kumo"
-"""The shipped voice pack's voice that speaks English well (the PyPI pack has five ja voices)."""
+VOICES = (
+    *(f"af_{n}" for n in ("alloy", "aoede", "bella", "heart", "jessica", "kore", "nicole", "nova")),
+    *(f"af_{n}" for n in ("river", "sarah", "sky")),
+    *(f"am_{n}" for n in ("adam", "echo", "eric", "fenrir", "liam", "michael", "onyx", "puck", "santa")),
+    *(f"bf_{n}" for n in ("alice", "emma", "isabella", "lily")),
+    *(f"bm_{n}" for n in ("daniel", "fable", "george", "lewis")),
+    *("ef_dora", "em_alex", "em_santa", "ff_siwis", "hf_alpha", "hf_beta", "hm_omega", "hm_psi"),
+    *("if_sara", "im_nicola", "jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo"),
+    *("pf_dora", "pm_alex", "pm_santa"),
+    *(f"zf_{n}" for n in ("xiaobei", "xiaoni", "xiaoxiao", "xiaoyi")),
+    *(f"zm_{n}" for n in ("yunjian", "yunxi", "yunxia", "yunyang")),
+)
+"""Kokoro-82M v1.0's 54 voice packs (hexgrad's VOICES.md): what the container ships (from the `kokoro`
+sdist, `tts/engines/weights.py`) and what the deploy's `--model-source hub` fetches. The first letter is
+the language the voice was trained on, the second its gender (`tts/voices.py`)."""
+DEFAULT_VOICE = "af_heart"
+"""The voice a request that names none speaks in, on every transport and every model source: Kokoro's
+own default (KPipeline's examples, Kokoro-FastAPI), American English, the highest graded of its voices."""
 TTS_ENDPOINT = "kokoro-82m"
 """The SageMaker endpoint (and speech model) name: compose/emulator.yaml, the deploy, the agent."""
 

@@ -364,7 +364,15 @@ def test_the_llm_room_has_no_wire():
 
 # The product's shared facts (facts.py): each is assigned there and nowhere else, by its name or by its
 # value (a constant, a default, a dict value, a keyword's default). Tests aside: they may spell a value out.
-FACT_NAMES = ("SAMPLE_RATE", "CHANNELS", "PCM_BYTES_PER_S", "AUDIO_FORMATS", "MEDIA_TYPES", "DEFAULT_VOICE")
+FACT_NAMES = (
+    "SAMPLE_RATE",
+    "CHANNELS",
+    "PCM_BYTES_PER_S",
+    "AUDIO_FORMATS",
+    "MEDIA_TYPES",
+    "DEFAULT_VOICE",
+    "VOICES",
+)
 FACT_NAMES += ("TTS_ENDPOINT", "MODES", "STT_SAMPLE_RATE", "STT_PCM_BYTES_PER_S", "STT_ENDPOINT")
 FACT_VALUES = (
     24_000,
@@ -372,7 +380,7 @@ FACT_VALUES = (
     16_000,
     32_000,
     "whisper-stt",
-    "jm_kumo",
+    "af_heart",
     "kokoro-82m",
     ("pcm", "wav", "mp3", "aac", "opus"),
     ("bidi", "batch"),
@@ -426,7 +434,7 @@ def test_each_shared_fact_is_defined_once_in_facts():
 def test_the_facts_rule_sees_every_way_of_defining_one(tmp_path: Path):
     source = tmp_path / "m.py"
     source.write_text(
-        'SAMPLE_RATE = 16\nrate: int = 24_000\nvoices = {"x": "jm_kumo"}\n'
+        'SAMPLE_RATE = 16\nrate: int = 24_000\nvoices = {"x": "af_heart"}\n'
         'def f(endpoint="kokoro-82m"): ...\ng(formats=["pcm", "wav", "mp3", "aac", "opus"])\n'
         'unrelated = ("bidi", "stream")\n'
     )

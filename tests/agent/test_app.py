@@ -10,7 +10,7 @@ CONFIG = AgentConfig()
 
 def test_a_valid_payload_becomes_a_turn_with_defaults():
     turn = parse_turn({"prompt": "Hi"}, CONFIG)
-    assert (turn.prompt, turn.mode, turn.voice, turn.audio_format) == ("Hi", "bidi", "jm_kumo", "pcm")
+    assert (turn.prompt, turn.mode, turn.voice, turn.audio_format) == ("Hi", "bidi", "af_heart", "pcm")
     turn = parse_turn({"prompt": "Hi", "mode": "batch", "voice": "jf_nezumi", "format": "mp3"}, CONFIG)
     assert (turn.mode, turn.voice, turn.audio_format) == ("batch", "jf_nezumi", "mp3")
 

@@ -21,7 +21,7 @@ def test_default_manifest_is_the_kokoro_endpoint() -> None:
     manifest = load_manifest(DEFAULT_MANIFEST)
     assert manifest.endpoints == ["kokoro-82m"]
     model = next(r for r in manifest.resources if r.kind == "Model")
-    assert model.spec["PrimaryContainer"]["Environment"] == {"TTS_VOICE": "jm_kumo"}
+    assert model.spec["PrimaryContainer"]["Environment"] == {"TTS_VOICE": "af_heart"}
     config = next(r for r in manifest.resources if r.kind == "EndpointConfig")
     assert config.spec["ProductionVariants"][0]["InstanceType"] == "ml.g5.xlarge"
 

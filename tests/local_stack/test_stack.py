@@ -11,7 +11,7 @@ def test_replica_settings_go_into_the_manifest_for_that_replica_alone() -> None:
     changed = with_environment(manifest, {"AGENT_X": "1"}, {"TTS_WINDOW_FIRST_FRAMES": "0"})
     specs = {r.kind: r.spec for r in changed.resources}
     assert specs["Model"]["PrimaryContainer"]["Environment"] == {
-        "TTS_VOICE": "jm_kumo",
+        "TTS_VOICE": "af_heart",
         "TTS_WINDOW_FIRST_FRAMES": "0",
     }
     runtime_env = specs["AgentRuntime"]["environmentVariables"]

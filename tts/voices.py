@@ -64,6 +64,12 @@ def voice_info(name: str) -> VoiceInfo:
     return VoiceInfo(name, None, None)
 
 
+def voice_language(voice: str) -> str | None:
+    """The language a voice or blend speaks: its (first) part's, as Kokoro's name says; None where the
+    name says none. A blend's parts are checked already (`canonical_voice`)."""
+    return voice_info(voice.split("+", 1)[0].split("(", 1)[0].strip()).language
+
+
 def _shown(value: str) -> str:
     return repr(value) if len(value) <= 40 else f"{value[:40]!r}..."
 

@@ -1,10 +1,11 @@
 """What every engine shares: the interface the container sees, the one feature type, and the synthesis
 rules that do not depend on the engine.
 
-An engine turns text into phoneme-token segments (espeak-ng G2P in `tts/text/g2p.py`, at most 510
-tokens each, cut at clause boundaries) and one segment into float32 audio at 24 kHz: `features` (the text
+An engine turns a request's script into phoneme-token segments (`plan`: markup, lexicon and G2P in
+`tts/text/script.py` and `tts/text/g2p.py`, at most 510 tokens each, cut at clause boundaries, each with
+its speed and the pause before it) and one segment into float32 audio at 24 kHz: `features` (the text
 side) then `decode` (the decoder over any run of the segment's frames; `window_decoder` stitches the
-runs it is given into one stream, `decode.py`). Asked for word timings, `timed_segments` also says which
+runs it is given into one stream, `decode.py`). Asked for word timings, each segment also says which
 written word each phoneme token is heard as, and `Features.durations` how long each lasts
 (`tts/text/timings.py`). The scheduler sees only this interface, so both engines get the same
 scheduling, cancel, window and segment rules.
@@ -26,10 +27,10 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from tts.config import MAX_PHONEME_TOKENS
 from tts.engines.decode import WindowDecoder
-from tts.text.g2p import Phonemizer, split_tokens
-from tts.text.timings import MappingCancelled, WordTokens, word_tokens
+from tts.text.g2p import Phonemizer
+from tts.text.script import Script, Segment, plan
+from tts.text.timings import MappingCancelled
 from tts.voices import blend_pack
 
 WARMUP_TEXT = "Warming up the voice."
@@ -92,9 +93,9 @@ class SpeechEngine[Array](ABC):
     load_seconds: float
     lanes: int = 1  # windows `decode_windows` runs side by side
 
-    def __init__(self, vocab: dict[str, int]) -> None:
+    def __init__(self, vocab: dict[str, int], english: str = "misaki") -> None:
         self._vocab = vocab
-        self.phonemizer = Phonemizer()
+        self.phonemizer = Phonemizer(english)
 
     @property
     @abstractmethod
@@ -154,29 +155,28 @@ class SpeechEngine[Array](ABC):
         """The G2P of `text`, kept to the characters the model has tokens for."""
         return "".join(ch for ch in self.phonemizer.phonemize(text, lang) if ch in self._vocab)
 
-    def segments(self, text: str, lang: str) -> list[list[int]]:
-        """Phonemize and split into token lists of at most 510 tokens, cut at clause boundaries."""
-        pieces = split_tokens(self._phonemes(text, lang), MAX_PHONEME_TOKENS)
-        return [[self._vocab[ch] for ch in piece] for piece in pieces]
-
-    def timed_segments(
-        self, written: str, spoken: str, lang: str, run_flag: RunFlag | None = None
-    ) -> list[tuple[list[int], WordTokens]]:
-        """`segments(spoken)`, each with the written token every phoneme token is heard as, where
-        `spoken` is `speech_text(written)` (`timings.py`). Setting `run_flag.terminate` stops the mapping
-        within a few hundred characters of work: `SynthesisCancelled`."""
+    def plan(
+        self, script: Script, lang: str, timed: bool = False, run_flag: RunFlag | None = None
+    ) -> list[Segment]:
+        """The script's segments (`tts/text/script.py`), with `timed` the written word each token is
+        heard as. Setting `run_flag.terminate` stops the word mapping within a few hundred characters of
+        work: `SynthesisCancelled`."""
         flag = run_flag or CancelFlag()
         try:
-            pieces = word_tokens(
-                written,
+            return plan(
+                script,
                 lang,
-                self._phonemes(spoken, lang),
-                lambda w: self._phonemes(w, lang),
+                lambda text: self._phonemes(text, lang),
+                self._vocab,
+                timed,
                 lambda: flag.terminate,
             )
         except MappingCancelled as cancelled:
             raise SynthesisCancelled(str(cancelled)) from cancelled
-        return [([self._vocab[ch] for ch in piece], words) for piece, words in pieces]
+
+    def segments(self, text: str, lang: str) -> list[list[int]]:
+        """The token lists of a plain text (the tools', the calibration's): `plan` without markup."""
+        return [list(segment.tokens) for segment in self.plan(Script.plain(text), lang)]
 
     def speak(self, text: str, voice: str, speed: float = 1.0, lang: str = "en-us") -> np.ndarray:
         """Whole text to audio, segment after segment (for tools and benchmarks, not the server path)."""

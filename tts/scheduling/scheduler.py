@@ -58,16 +58,20 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from facts import PCM_BYTES_PER_S
 from tts.engines.base import CancelFlag, RunFlag, SpeechEngine, SynthesisCancelled
 from tts.scheduling import deadlines
 from tts.scheduling.admission import SENTENCE_TOKENS, EngineBusy, Queued, capacity, max_waiting
 from tts.scheduling.calibration import Calibration
+from tts.scheduling.pauses import Breaks
 from tts.scheduling.plan import BUDGET_SHARE, MIN_STEP_FRAMES, WindowPlan, Work
 from tts.scheduling.steps import WindowedDecode, windowed
-from tts.text.timings import TimedWords, WordTokens
+from tts.text.script import Segment
+from tts.text.timings import TimedWords
 from tts.wire.audio import float_to_pcm16, pcm_seconds
-from tts.wire.protocol import Synthesize
+from tts.wire.protocol import MAX_SPEED, MIN_SPEED, Synthesize
 
 log = logging.getLogger("tts.scheduling.scheduler")
 
@@ -127,11 +131,11 @@ class Job:
     audio: AudioQueue = field(default_factory=AudioQueue)
     cancelled: bool = False
     finished: bool = False
-    segments: list[list[int]] | None = None  # set by the text worker: the job can take engine turns
+    segments: list[Segment] | None = None  # set by the text worker: the job can take engine turns
     text_error: BaseException | None = None  # what the text worker raised, reported at the job's turn
     segment_count: int = 0
     windows: WindowedDecode | None = None
-    word_tokens: list[WordTokens] = field(default_factory=list)  # per segment to come, with timestamps
+    breaks: Breaks = field(default_factory=Breaks)  # the silence of SSML breaks between its segments
     words: TimedWords | None = None  # the segment just started: put on `audio` before its first step
     samples: int = 0  # audio computed so far: where the next segment's words start
     submitted_at: float = field(default_factory=time.perf_counter)
@@ -421,14 +425,7 @@ class Scheduler:
         if job.cancelled:
             return
         try:
-            if request.written is None:
-                segments = self._engine.segments(request.text, request.lang)
-            else:
-                timed = self._engine.timed_segments(
-                    request.written, request.text, request.lang, job.run_options
-                )
-                job.word_tokens = [words for _, words in timed]
-                segments = [tokens for tokens, _ in timed]
+            segments = self._engine.plan(request.speech, request.lang, request.timestamps, job.run_options)
             job.segment_count = len(segments)
             job.segments = segments
         except Exception as exc:  # reported at the job's turn, on its own audio queue
@@ -446,26 +443,39 @@ class Scheduler:
         request = job.request
         if job.cancelled or job.segments is None:
             return None
+        segment = None
         if job.windows is None or job.windows.done:
             if not job.segments:
                 return None
-            tokens = job.segments.pop(0)
+            segment = job.segments.pop(0)
+            if not segment.tokens:  # a break at the end: its silence alone
+                return self._audio(job, job.breaks.start(segment.pause_ms, np.zeros(0, np.float32)))
             began = time.perf_counter()
-            features = self._engine.features(tokens, request.voice, request.speed, job.run_options)
+            speed = min(max(request.speed * segment.rate, MIN_SPEED), MAX_SPEED)
+            features = self._engine.features(list(segment.tokens), request.voice, speed, job.run_options)
             calibration = self.calibration
             if calibration is not None:
-                calibration.text.observe(len(tokens), time.perf_counter() - began)
+                calibration.text.observe(len(segment.tokens), time.perf_counter() - began)
                 job.later_segments = [
-                    Work(calibration.frames(len(t) + 2), calibration.text.seconds(len(t)))
-                    for t in job.segments
+                    Work(calibration.frames(len(s.tokens) + 2), calibration.text.seconds(len(s.tokens)))
+                    for s in job.segments
                 ]
             job.windows = windowed(self._engine, features, self.plan, self.speed, job.run_options)
-            if job.word_tokens:
-                job.words = job.word_tokens.pop(0).times(features.durations, job.samples)
         budget = job.budget_s
         if budget is not None:
             budget = max(0.0, budget - (time.perf_counter() - started))
         audio = job.windows.next(budget, job.sharing, job.later_segments + job.later_jobs, job.lead_s)
+        if segment is not None:  # its first step: the break before it, its words after the break
+            pause = job.breaks.start(segment.pause_ms, audio)
+            if segment.words is not None:
+                job.words = segment.words.times(features.durations, job.samples + len(pause))
+            audio = np.concatenate([pause, audio])
+        if job.windows.done and job.segments and job.segments[0].pause_ms:
+            audio = job.breaks.end(audio)
+        return self._audio(job, audio)
+
+    @staticmethod
+    def _audio(job: Job, audio: np.ndarray) -> bytes:
         job.samples += len(audio)
         return float_to_pcm16(audio)
 
@@ -554,7 +564,7 @@ class Scheduler:
             if job.segments is None:  # its text worker has not finished: its characters' typical tokens
                 counts = [round(len(job.request.text) * calibration.tokens_per_char)]
             else:
-                counts = [len(tokens) for tokens in job.segments]
+                counts = [len(segment.tokens) for segment in job.segments]
             work += [Work(calibration.frames(count + 2), calibration.text.seconds(count)) for count in counts]
         return work
 

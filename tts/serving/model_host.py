@@ -21,6 +21,7 @@ from tts.engines.base import SpeechEngine
 from tts.scheduling import calibration as calibrations
 from tts.scheduling.plan import WindowPlan
 from tts.scheduling.scheduler import Scheduler
+from tts.text.lexicon import Lexicon, load_lexicon
 from tts.wire.protocol import Catalog
 
 log = logging.getLogger("tts.serving.model_host")
@@ -43,6 +44,7 @@ class ModelHost:
     async def load(self) -> None:
         """Load and warm up the model off the event loop, then start the scheduler."""
         try:
+            lexicon = load_lexicon(self.config.lexicon) if self.config.lexicon is not None else Lexicon()
             engine = await asyncio.to_thread(create_engine, self.config)
             if self.config.voice not in engine.voices:
                 raise ValueError(f"TTS_VOICE {self.config.voice!r} is not among the loaded voices")
@@ -62,6 +64,7 @@ class ModelHost:
             default_voice=self.config.voice,
             default_lang=self.config.lang,
             max_text_chars=self.config.max_text_chars,
+            lexicon=lexicon,
         )
         self.scheduler = Scheduler(
             engine, plan, calibration, workers=self.config.workers, capacity=self.config.capacity

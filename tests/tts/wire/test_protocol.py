@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import pytest
@@ -14,9 +15,9 @@ from tts.wire.protocol import (
 )
 
 CATALOG = Catalog(
-    voices=frozenset({"jm_kumo", "jf_nezumi"}),
-    languages=frozenset({"en-us", "fr-fr"}),
-    default_voice="jm_kumo",
+    voices=frozenset({"af_heart", "bm_george"}),
+    languages=frozenset({"en-us", "en-gb", "fr-fr"}),
+    default_voice="af_heart",
     default_lang="en-us",
     max_text_chars=50,
 )
@@ -27,7 +28,7 @@ def test_minimal_message_gets_defaults_and_a_request_id():
     assert isinstance(message, Synthesize)
     assert (message.text, message.voice, message.speed, message.format, message.lang) == (
         "Hello.",
-        "jm_kumo",
+        "af_heart",
         1.0,
         "pcm",
         "en-us",
@@ -38,7 +39,7 @@ def test_minimal_message_gets_defaults_and_a_request_id():
 def test_text_and_binary_frames_parse_the_same():
     body = {
         "text": "Hi.",
-        "voice": "jf_nezumi",
+        "voice": "bm_george",
         "speed": 1.25,
         "format": "mp3",
         "lang": "fr-fr",
@@ -46,7 +47,10 @@ def test_text_and_binary_frames_parse_the_same():
     }
     as_text = parse_message(json.dumps(body), CATALOG)
     as_bytes = parse_message(json.dumps(body).encode(), CATALOG)
-    assert as_text == as_bytes == Synthesize("Hi.", "jf_nezumi", 1.25, "mp3", "fr-fr", "r1")
+    assert as_text == as_bytes
+    assert dataclasses.replace(as_text, script=None) == Synthesize(
+        "Hi.", "bm_george", 1.25, "mp3", "fr-fr", "r1"
+    )
 
 
 def test_cancel_and_close():
@@ -63,7 +67,7 @@ def test_cancel_and_close():
         ("[1, 2]", "not_an_object"),
         ('"text"', "not_an_object"),
         ('{"type": "dance"}', "unknown_type"),
-        ('{"voice": "jm_kumo"}', "missing_text"),
+        ('{"voice": "af_heart"}', "missing_text"),
         ('{"text": null}', "missing_text"),
         ('{"text": "   "}', "empty_text"),
         ('{"text": 42}', "invalid_field"),
@@ -166,9 +170,9 @@ def test_invocation_transport():
 
 
 def test_a_blend_is_a_voice_on_our_messages_too():
-    message = parse_message('{"text": "Hi.", "voice": "jm_kumo(3)+jf_nezumi(1)"}', CATALOG)
+    message = parse_message('{"text": "Hi.", "voice": "af_heart(3)+bm_george(1)"}', CATALOG)
     assert isinstance(message, Synthesize)
-    assert message.voice == "jm_kumo(0.75)+jf_nezumi(0.25)"
+    assert message.voice == "af_heart(0.75)+bm_george(0.25)"
     with pytest.raises(ProtocolError) as caught:
-        parse_message('{"text": "Hi.", "voice": "jm_kumo+af_nobody"}', CATALOG)
+        parse_message('{"text": "Hi.", "voice": "af_heart+af_nobody"}', CATALOG)
     assert caught.value.code == "unknown_voice"

@@ -99,7 +99,7 @@ class OnnxEngine(SpeechEngine[np.ndarray]):
     def __init__(self, config: TTSConfig) -> None:
         started = time.perf_counter()
         assets = load_assets(config.model_dir, config.cache_dir)
-        super().__init__(assets.vocab)
+        super().__init__(assets.vocab, config.g2p)
         threads = config.threads or os.cpu_count() or 1
         split = split_model(assets.model_path, config.cache_dir)
         providers = _providers(config.provider)

@@ -64,7 +64,7 @@ class TorchEngine(SpeechEngine[torch.Tensor]):
         self.model = load_kmodel(directory, self._device)
         self._fuse_weight_norm()
         self.voices = load_voices(directory)
-        super().__init__(self.model.vocab)
+        super().__init__(self.model.vocab, config.g2p)
         self.model_dir = directory
         self._running = threading.local()
         sine_gen = self.model.decoder.generator.m_source.l_sin_gen

@@ -143,6 +143,9 @@ class DeployConfig:
     tts_image_uri: str | None = None
     model_dir: Path | None = None
     model_source: str = "auto"
+    lexicon: Path | None = None
+    """The endpoint's lexicon (word -> phonemes, JSON): uploaded with the model as `lexicon.json`, which
+    the container reads (TTS_LEXICON)."""
     export_dir: Path = Path.home() / ".cache" / "voice-agent-aws" / "model-export"
     bedrock_model_id: str = DEFAULT_BEDROCK_MODEL_ID
     tts_endpoint: str | None = None
@@ -265,6 +268,7 @@ class DeployConfig:
             "tts_image_uri": env.get("DEPLOY_TTS_IMAGE_URI") or None,
             "model_dir": _env_path("DEPLOY_MODEL_DIR"),
             "model_source": env.get("DEPLOY_MODEL_SOURCE") or cls.model_source,
+            "lexicon": _env_path("DEPLOY_LEXICON"),
             "export_dir": _env_path("DEPLOY_EXPORT_DIR") or cls.export_dir,
             "bedrock_model_id": env.get("DEPLOY_BEDROCK_MODEL_ID")
             or env.get("AGENT_BEDROCK_MODEL_ID")

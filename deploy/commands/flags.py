@@ -19,6 +19,7 @@ CONFIG_FIELDS = (
     "tts_image_uri",
     "model_dir",
     "model_source",
+    "lexicon",
     "bedrock_model_id",
     "tts_endpoint",
     "tts_voice",
@@ -102,6 +103,12 @@ def add_speech(parser: argparse.ArgumentParser, image_flag: str = "--image-uri")
             "hexgrad's layout) or auto (default: the hub when reachable, else offline)",
         ),
         parser.add_argument("--model-dir", type=Path, help="same as --model-source DIR"),
+        parser.add_argument(
+            "--lexicon",
+            type=Path,
+            help="a JSON file of word -> phonemes for every request (copied into the model directory as "
+            'lexicon.json; tts/README.md "Pronunciations")',
+        ),
         parser.add_argument("--alarm-email", help="send the endpoint's alarms to this email (an SNS topic)"),
         parser.add_argument(
             "--first-audio-alarm-ms", type=float, help="p90 first audio that raises the alarm (default 1000)"
@@ -141,7 +148,9 @@ def add_agent(
         "--tts-endpoint", help="SageMaker endpoint the agent speaks through (default kokoro-82m)"
     )
     parser.add_argument(
-        "--voice", dest="tts_voice", help="default voice (default: the model source's, af_heart or jm_kumo)"
+        "--voice",
+        dest="tts_voice",
+        help="default voice (default: af_heart; a model directory without it: its first voice)",
     )
     parser.add_argument(image_flag, dest="agent_image_uri", help="ARM64 agent image already in ECR")
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from deploy.config import EndpointSettings
-from deploy.model_dir import ModelSource
+from deploy.model_dir import LEXICON_FILE, ModelSource
 from deploy.naming import model_prefix, speech_stack
 from deploy.part import Identity
 from deploy.parts.endpoint import EndpointPart
@@ -48,7 +48,11 @@ class SpeechPart(EndpointPart):
             app,
             (base_id, endpoint_id),
             model=config.model,
-            environment=tts_environment(self.settings, config.tts_voice or model.default_voice),
+            environment=tts_environment(
+                self.settings,
+                config.tts_voice or model.default_voice,
+                LEXICON_FILE if (model.directory / LEXICON_FILE).is_file() else None,
+            ),
             model_data=cache.model_data,
         )
         observability = ObservabilityStack(

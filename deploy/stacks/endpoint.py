@@ -30,10 +30,13 @@ CONCURRENCY_METRIC = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
 ROUTING_STRATEGY = "LEAST_OUTSTANDING_REQUESTS"
 
 
-def tts_environment(settings: EndpointSettings, voice: str) -> dict[str, str]:
-    """What the tts container reads (tts/README.md): the torch engine on the model cache's hexgrad layout;
-    a GPU instance must use CUDA, not fall back to the CPU."""
+def tts_environment(settings: EndpointSettings, voice: str, lexicon: str | None = None) -> dict[str, str]:
+    """What the tts container reads (tts/README.md): the torch engine on the model cache's hexgrad layout,
+    the lexicon file there when the model has one; a GPU instance must use CUDA, not fall back to the
+    CPU."""
     env = {"TTS_VOICE": voice, "TTS_ENGINE": "torch"}
+    if lexicon is not None:
+        env["TTS_LEXICON"] = lexicon
     if is_gpu_instance(settings.instance_type):
         env["TTS_PROVIDER"] = "cuda"
     return env

@@ -21,6 +21,7 @@ from deploy.config import DeployConfig
 from deploy.errors import ConfigError
 from deploy.model_dir import HUB_FILES, HUB_REPO, HUB_REVISION, resolve_model_source
 from emulator.processes import free_port
+from facts import VOICES
 
 
 class HubStandIn(ThreadingHTTPServer):
@@ -92,7 +93,8 @@ def offline_export(export_dir: Path) -> Path:
     (directory / "voices").mkdir(parents=True)
     (directory / "config.json").write_text("{}")
     (directory / "kokoro-v1_0.pth").write_bytes(b"exported")
-    (directory / "voices" / "jm_kumo.pt").write_bytes(b"voice")
+    for voice in VOICES:
+        (directory / "voices" / f"{voice}.pt").write_bytes(b"voice")
     return directory
 
 
@@ -120,7 +122,7 @@ def test_an_unreachable_hub_falls_back_to_the_offline_export_and_says_so(tmp_pat
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{free_port()}")
     exported = offline_export(tmp_path)
     source = resolve_model_source(DeployConfig(export_dir=tmp_path))
-    assert (source.kind, source.directory, source.default_voice) == ("offline", exported, "jm_kumo")
+    assert (source.kind, source.directory, source.default_voice) == ("offline", exported, "af_heart")
     [line] = capsys.readouterr().out.splitlines()
     assert line.startswith("model source: offline: the offline export")
     with pytest.raises(ConfigError, match="does not answer"):

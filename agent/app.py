@@ -21,6 +21,7 @@ refused with 403) is agent.browser_guard.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
 from typing import Any
@@ -52,6 +53,8 @@ from facts import AUDIO_FORMATS, BIDI, MODES
 from tts.wire.sse import encode_event
 
 MAX_PROMPT_CHARS = 4000
+VOICES_TIMEOUT_S = 15.0
+"""`GET /voices`: a session opened (OPEN_TIMEOUT_S at most) and one control message answered."""
 MAX_PLAYED_MS = 86_400_000  # a day of audio: more is a client's mistake (and past a float for huge ints)
 # The web page's icon (a sound wave), at the address browsers ask for; SVG, which they all take.
 FAVICON_SVG = (
@@ -281,12 +284,24 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
     async def favicon(request: Request) -> Response:
         return Response(FAVICON_SVG, media_type="image/svg+xml", headers=NOSNIFF)
 
+    async def voices(request: Request) -> Response:
+        """The TTS endpoint's voices, for the page's voice picker: asked of the endpoint itself, so a
+        model directory's own voices are there too."""
+        try:
+            async with asyncio.timeout(VOICES_TIMEOUT_S), await speech.open_session() as session:
+                listed = await session.voices()
+        except Exception as exc:  # no endpoint, a refused session, a timeout: the page keeps the default
+            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            return JSONResponse({"error": f"the voice list is not available ({reason})"}, status_code=502)
+        return JSONResponse(listed, headers=NOSNIFF)
+
     app.router.routes.append(Route("/", page, methods=["GET"]))
 
     async def capture(request: Request) -> Response:
         return Response(capture_js, media_type="text/javascript", headers=NOSNIFF)
 
     app.router.routes.append(Route("/favicon.ico", favicon, methods=["GET"]))
+    app.router.routes.append(Route("/voices", voices, methods=["GET"]))
     app.router.routes.append(Route("/capture.js", capture, methods=["GET"]))
     app.add_middleware(HostGuard, allowed=allowed_hosts(config.host, config.allowed_hosts))
     return app

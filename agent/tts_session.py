@@ -7,7 +7,9 @@ timings.
 
 from __future__ import annotations
 
-from agent.endpoint_stream import EndpointStream
+from typing import Any
+
+from agent.endpoint_stream import Control, EndpointStream, EndpointStreamError
 
 
 class TTSSession(EndpointStream):
@@ -33,6 +35,18 @@ class TTSSession(EndpointStream):
                 "timestamps": True,
             }
         )
+
+    async def voices(self) -> dict[str, Any]:
+        """The endpoint's voice list (`{"type": "voices"}`): each voice's id, language and gender, and the
+        default; then the session is finished."""
+        await self.send({"type": "voices"})
+        async for chunk in self.chunks():
+            if isinstance(chunk, Control) and chunk.type == "voices":
+                await self.finish()
+                return chunk.message
+            if isinstance(chunk, Control) and chunk.type == "error":
+                raise EndpointStreamError(chunk.message.get("code"), str(chunk.message.get("message")))
+        raise EndpointStreamError("NoVoices", "the endpoint ended the session without its voice list")
 
     async def cancel(self, request_id: str | None = None) -> None:
         await self.send(

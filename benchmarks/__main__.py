@@ -30,6 +30,7 @@ STUDIES = {
     "listen": "speech to text on held-out recordings: partial and final latency, WER, VAD false starts",
     "voice_turn": "a spoken question through the local stack: end of speech to first audio, by part",
     "llm": "SmolLM2-135M behind the emulated Bedrock: warm first token, tokens/s, concurrent first tokens",
+    "voices": "every voice in its language beside kokoro-onnx: MOS, WER, language; misaki vs espeak; lexicon",
 }
 
 

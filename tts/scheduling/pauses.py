@@ -1,12 +1,13 @@
 """SSML breaks: the silence between two segments made to measure what was asked.
 
-Kokoro ends a segment with silence of its own (the last punctuation's and the end pad's frames: a
-sentence's full stop is 150-400 ms of it) and starts the next one with a little (the start pad's frames).
-A `<break time="500ms"/>` inserted as 500 ms of zeros would be heard as 700-900 ms. So the segment
-before a break ends TAIL_KEEP_MS after its last sound (`Breaks.end`), and the silence inserted before the
-next one is the break less what is left on either side, the kept tail and the next segment's leading
-silence (`Breaks.start`): the pause a listener hears, from the last sound to the next, is the break.
-A sound is a 5 ms block whose peak reaches SILENCE_LEVEL.
+Kokoro ends a segment with silence of its own (the last punctuation's and the end pad's frames: 385-530
+ms after the last sound, af_heart, four short sentences) and starts one with some (the start pad's
+frames: 295-390 ms before the first sound). A `<break time="500ms"/>` inserted as 500 ms of zeros would
+be heard as 1.2-1.4 s, and one of 250 ms could not be shorter than 700 ms. So the segment before a break
+ends TAIL_KEEP_MS after its last sound (`Breaks.end`), the one after it starts HEAD_KEEP_MS before its
+first (`Breaks.start`), and the silence inserted between them is the break less those two: the pause a
+listener hears, from the last sound to the next, is the break (at least their sum, 50 ms). A sound is a
+5 ms block whose peak reaches SILENCE_LEVEL.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ SILENCE_LEVEL = 0.02
 """-34 dBFS: Kokoro's silence between words peaks under 0.005; its quietest consonants above 0.03."""
 TAIL_KEEP_MS = 30
 """Kept after a segment's last sound: the release of a final consonant, and no click at the cut."""
+HEAD_KEEP_MS = 20
+"""Kept before a segment's first sound: its onset's rise."""
 
 
 def _sounding(audio: np.ndarray) -> np.ndarray:
@@ -63,10 +66,13 @@ class Breaks:
             faded[keep - fade :] *= np.linspace(1.0, 0.0, fade, dtype=np.float32)
         return faded
 
-    def start(self, pause_ms: int, audio: np.ndarray) -> np.ndarray:
-        """The silence to put before a segment's first step `audio` (empty after a break at the end):
-        `pause_ms` less the last segment's kept tail and `audio`'s own leading silence."""
+    def start(self, pause_ms: int, audio: np.ndarray) -> tuple[np.ndarray, int]:
+        """The silence to put before a segment's first step `audio` (empty after a break at the end), and
+        how many of `audio`'s first samples to drop: `pause_ms` less the last segment's kept tail and
+        HEAD_KEEP_MS of `audio`'s own leading silence, the rest of which is dropped."""
+        head = min(leading_silence(audio), len(audio))
+        cut = max(0, head - round(HEAD_KEEP_MS * SAMPLE_RATE / 1000))
         inserted = silence(pause_ms)
-        inserted = inserted[: max(0, len(inserted) - self._tail - leading_silence(audio))]
+        inserted = inserted[: max(0, len(inserted) - self._tail - (head - cut))]
         self._tail = 0
-        return inserted
+        return inserted, cut

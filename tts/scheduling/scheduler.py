@@ -449,7 +449,7 @@ class Scheduler:
                 return None
             segment = job.segments.pop(0)
             if not segment.tokens:  # a break at the end: its silence alone
-                return self._audio(job, job.breaks.start(segment.pause_ms, np.zeros(0, np.float32)))
+                return self._audio(job, job.breaks.start(segment.pause_ms, np.zeros(0, np.float32))[0])
             began = time.perf_counter()
             speed = min(max(request.speed * segment.rate, MIN_SPEED), MAX_SPEED)
             features = self._engine.features(list(segment.tokens), request.voice, speed, job.run_options)
@@ -465,11 +465,14 @@ class Scheduler:
         if budget is not None:
             budget = max(0.0, budget - (time.perf_counter() - started))
         audio = job.windows.next(budget, job.sharing, job.later_segments + job.later_jobs, job.lead_s)
-        if segment is not None:  # its first step: the break before it, its words after the break
-            pause = job.breaks.start(segment.pause_ms, audio)
-            if segment.words is not None:
-                job.words = segment.words.times(features.durations, job.samples + len(pause))
-            audio = np.concatenate([pause, audio])
+        if segment is not None and segment.pause_ms:  # its first step after a break: the break's silence
+            pause, cut = job.breaks.start(segment.pause_ms, audio)
+            audio = np.concatenate([pause, audio[cut:]])
+            offset = len(pause) - cut
+        else:
+            offset = 0
+        if segment is not None and segment.words is not None:  # its words, after the break
+            job.words = segment.words.times(features.durations, job.samples + offset)
         if job.windows.done and job.segments and job.segments[0].pause_ms:
             audio = job.breaks.end(audio)
         return self._audio(job, audio)

@@ -6,12 +6,12 @@ alone against misaki for English; what a lexicon and SSML change.
    G2P writes exactly as the entry does (and without stress marks): espeak-ng alone (kokoro-onnx's), espeak
    with misaki's own mapping into Kokoro's symbols (`tts/text/phonemes.py`), misaki.
 2. Every voice (`facts.VOICES`; `--quick`: a few) reads the held-out text of its language
-   (`VOICE_TEXTS`) through the container's WebSocket (`TTS_G2P=misaki`, the default) and through the
+   (`VOICE_TEXTS`) through the container's WebSocket (its defaults: `TTS_G2P=espeak`) and through the
    peer, kokoro-onnx 0.6.1 on the same int8 model and voice pack (its espeak-ng G2P in the voice's
    language). Each clip is judged by DistillMOS (`distillmos`, a naturalness predictor, MOS 1-5), by
    Whisper base (`tools/asr.py`: the error rate against the text, words, or characters in Chinese and
    Japanese) and by Whisper's probability that it speaks the voice's language. English voices also
-   read through a container with `TTS_G2P=espeak`: espeak-ng alone against misaki on sound.
+   read through a container with `TTS_G2P=misaki`: misaki against espeak-ng alone on sound.
    The issue's bar, for every English voice: error rate <= 0.05 and MOS within 0.05 of the peer's.
 3. Hard words (`HARD_WORDS`: names, brands, acronyms, digits, an email) in a sentence, spoken by
    `af_heart` without a lexicon, with a lexicon entry, and as an SSML `<phoneme>`: whether Whisper writes
@@ -129,19 +129,19 @@ def _pcm(audio: np.ndarray) -> bytes:
 
 
 def measure_voices(config: TTSConfig, voices: tuple[str, ...], judge: Judge) -> dict[str, Any]:
-    """Part 2: each voice through our container (misaki and, for English, espeak alone) and the peer."""
+    """Part 2: each voice through our container (and, for English, with misaki's G2P) and the peer."""
     from kokoro_onnx import Kokoro
 
     clips: dict[str, dict[str, list[bytes]]] = {voice: {} for voice in voices}
-    with serving(config) as misaki:
+    with serving(config) as shipped:
         for voice in report.progress(voices, "ours"):
             texts = VOICE_TEXTS[voice_language(voice) or "en-us"]
-            clips[voice]["ours"] = [ours(misaki.url, text, voice=voice) for text in texts]
+            clips[voice]["ours"] = [ours(shipped.url, text, voice=voice) for text in texts]
     english = [v for v in voices if (voice_language(v) or "").startswith("en")]
-    with serving(replace(config, g2p="espeak")) as espeak:
-        for voice in report.progress(english, "ours, espeak alone"):
-            clips[voice]["ours_espeak"] = [
-                ours(espeak.url, text, voice=voice) for text in VOICE_TEXTS["en-us"]
+    with serving(replace(config, g2p="misaki")) as misaki:
+        for voice in report.progress(english, "ours, misaki"):
+            clips[voice]["ours_misaki"] = [
+                ours(misaki.url, text, voice=voice) for text in VOICE_TEXTS["en-us"]
             ]
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = export_model(Path(tmp), "onnx", config.cache_dir)
@@ -230,16 +230,15 @@ def tables(result: dict[str, Any]) -> str:
         )
     rows = []
     for voice, row in result["voices"].items():
-        espeak = row.get("ours_espeak")
         cells = [voice, row["language"]]
-        for system in (row["ours"], espeak, row["peer"]):
+        for system in (row["ours"], row.get("ours_misaki"), row["peer"]):
             cells += (
                 ["-", "-", "-"]
                 if system is None
                 else [system["error_rate"], system["mos"], system["language_p"]]
             )
         rows.append([*cells, "yes" if _passes(row) else "no"])
-    systems = ("ours", "espeak", "peer")
+    systems = ("ours", "misaki", "peer")
     headers = ["voice", "lang", *(f"{m} {s}" for s in systems for m in ("WER", "MOS", "P(lang)")), "bar"]
     lines.append(report.table(headers, rows))
     if "hard_words" in result:
@@ -262,7 +261,7 @@ def tables(result: dict[str, Any]) -> str:
 
 
 def figure(result: dict[str, Any]) -> Any:
-    fig, (mos_ax, wer_ax) = report.figure("voices: ours (misaki) beside kokoro-onnx", columns=2, width=12)
+    fig, (mos_ax, wer_ax) = report.figure("voices: ours beside kokoro-onnx", columns=2, width=12)
     voices = list(result["voices"])
     y = np.arange(len(voices))
     for ax, key, label in ((mos_ax, "mos", "DistillMOS"), (wer_ax, "error_rate", "Whisper error rate")):

@@ -46,8 +46,9 @@ class TTSConfig:
     lexicon: Path | None = None
     """TTS_LEXICON: a JSON file of word -> phonemes for every request (`tts/text/lexicon.py`); a
     relative path is read in the model directory (the deploy uploads `lexicon.json` there)."""
-    g2p: str = "misaki"
-    """TTS_G2P: English as Kokoro's voices were trained (misaki), or espeak-ng alone (kokoro-onnx's)."""
+    g2p: str = "espeak"
+    """TTS_G2P: English through espeak-ng alone (kokoro-onnx's), or through misaki as Kokoro's voices were
+    trained (the `misaki` extra; not in the image: `tts/text/g2p.py` says why)."""
     threads: int = 0
     frame_ms: int = 100
     max_text_chars: int = 4000

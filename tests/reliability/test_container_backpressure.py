@@ -20,6 +20,7 @@ from tts.engines.base import CancelFlag
 from tts.engines.decode import WindowDecoder
 from tts.scheduling.plan import WindowPlan
 from tts.scheduling.scheduler import AHEAD_LIMIT_BYTES, AHEAD_LIMIT_S, Job, Scheduler
+from tts.text.script import Script, Segment
 from tts.wire.audio import float_to_pcm16
 from tts.wire.protocol import Synthesize
 
@@ -44,9 +45,9 @@ class FakeEngine:
     def run_flag(self) -> CancelFlag:
         return CancelFlag()
 
-    def segments(self, text: str, lang: str) -> list[list[int]]:
-        self._texts.append(text)
-        return [[len(self._texts) - 1]]
+    def speech_segments(self, script: Script, lang: str, timed: bool = False, run_flag=None) -> list[Segment]:
+        self._texts.append(script.spoken(lang))
+        return [Segment((len(self._texts) - 1,))]
 
     def features(self, tokens: list[int], voice: str, speed: float, run_options: CancelFlag) -> str:
         return self._texts[tokens[0]]

@@ -22,8 +22,10 @@ from tts.wire.sse import SSEError, SSEParser
 pytestmark = pytest.mark.reliability
 
 # voices, languages, default voice, default language, longest text
-CATALOG = Catalog(frozenset({"jm_kumo", "af_heart"}), frozenset({"en-us", "fr-fr"}), "jm_kumo", "en-us", 4000)
-FIELDS = ["type", "text", "voice", "speed", "format", "lang", "request_id", "transport", "extra"]
+CATALOG = Catalog(
+    frozenset({"jm_kumo", "af_heart"}), frozenset({"en-us", "fr-fr", "ja"}), "af_heart", "en-us", 4000
+)
+FIELDS = ["type", "text", "voice", "speed", "format", "lang", "request_id", "transport", "lexicon", "extra"]
 FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 
 surrogates = st.integers(0xD800, 0xDFFF).map(chr)
@@ -34,6 +36,30 @@ nasty_strings = st.one_of(
         max_size=6,
     ).map("".join),
     st.sampled_from(["synthesize", "cancel", "close", "jm_kumo", "pcm", "mp3", "en-us", "sse", "binary", ""]),
+    # markup: SSML (balanced or not) and inline pronunciations, read by tts/text/markup.py
+    st.lists(
+        st.sampled_from(
+            [
+                "<speak>",
+                "</speak>",
+                "<break time='1s'/>",
+                "<phoneme ph='wˈɪn'>",
+                "</phoneme>",
+                "<sub alias='x'>",
+                "</sub>",
+                "<p>",
+                "&amp;",
+                "<!--",
+                "[a](/wˈɪn/)",
+                "[a](/☃/)",
+                "Hi.",
+                "<",
+                ">",
+                "'",
+            ]
+        ),
+        max_size=8,
+    ).map("".join),
 )
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | nasty_strings,

@@ -25,6 +25,7 @@ from tts.scheduling.calibration import Calibration, TextSpeed
 from tts.scheduling.plan import WindowPlan
 from tts.scheduling.scheduler import Job, Scheduler
 from tts.scheduling.speed import DecodeSpeed
+from tts.text.script import Script, Segment
 from tts.wire.protocol import Synthesize
 
 # Two one-thread lanes get through this many times the frames of one decoder on both threads.
@@ -67,6 +68,11 @@ class SpeedModelEngine:
 
     def segments(self, text: str, lang: str) -> list[list[int]]:
         return [[1] * len(text)]
+
+    def speech_segments(self, script: Script, lang: str, timed: bool = False, run_flag=None) -> list[Segment]:
+        return [
+            Segment(tuple(token for tokens in self.segments(script.spoken(lang), lang) for token in tokens))
+        ]
 
     def features(self, tokens, voice, speed, run_flag=None) -> ModelFeatures:
         time.sleep(self.text_side_s)

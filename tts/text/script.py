@@ -3,7 +3,7 @@
 
 `read_script` is the request's side (the wire protocol calls it, so bad markup or a bad lexicon is a
 typed error before any audio): the markup's runs (`markup.py`) and the pronunciations that apply (the
-request's lexicon over the endpoint's, `lexicon.py`). `plan` is the engine's side: each run said as
+request's lexicon over the endpoint's, `lexicon.py`). `script_segments` is the engine's side: each run said as
 the listener should hear it (`speech_text`), its words found in the lexicon said as it says and the
 rest by the engine's G2P, or its given phonemes, and the runs joined into blocks that share a speed
 and follow a pause; each block split as `split_tokens` splits a text. With word timings, each phoneme
@@ -101,7 +101,7 @@ def _sounds(phonemes: str, entry: int) -> list[int]:
     return [entry if unicodedata.category(ch)[0] in "LM" else NO_WORD for ch in phonemes]
 
 
-def plan(
+def script_segments(
     script: Script,
     lang: str,
     g2p: G2P,

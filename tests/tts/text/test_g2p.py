@@ -1,5 +1,8 @@
+import time
+
 import pytest
 
+from tts.config import TTSConfig
 from tts.text.g2p import Phonemizer, UnknownLanguage, split_tokens
 
 
@@ -28,3 +31,26 @@ def test_espeak_phonemizes_offline_in_english_and_other_languages():
     assert phonemizer.phonemize("Bonjour.", "fr-fr") != phonemizer.phonemize("Bonjour.", "en-us")
     with pytest.raises(UnknownLanguage):
         phonemizer.phonemize("Hi.", "xx-zz")
+
+
+def test_english_is_espeaks_plain_ipa_and_the_other_languages_kokoros_single_symbols():
+    """English by default is what it was (espeak-ng alone, as kokoro-onnx reads it); elsewhere an
+    affricate or a diphthong is one of Kokoro's symbols, as misaki's EspeakG2P wrote its training data."""
+    phonemizer = Phonemizer()
+    assert phonemizer.phonemize("Hey, a church.", "en-us") == "hˈeɪ, ɐ tʃˈɜːtʃ."
+    assert "ʧ" in phonemizer.phonemize("Ciao, ciao.", "it") and "t" not in phonemizer.phonemize("Ciao.", "it")
+    assert "ʦ" in phonemizer.phonemize("Pizza.", "it")
+
+
+def test_misaki_reads_english_in_its_symbols_and_its_time_stays_linear():
+    """TTS_G2P=misaki: misaki's own symbols (`A` for the diphthong of "hey"), each word's phonemes kept
+    for the word timings; a run of 4,000 dots (minutes in misaki's lexicon search, cubic in a word's
+    pieces) is cut into words first."""
+    phonemizer = Phonemizer("misaki")
+    assert phonemizer.phonemize("Hey, a church.", "en-us") == "hˈA, ɐ ʧˈɜɹʧ."
+    assert phonemizer.phonemize_word("church.", "en-us") == "ʧˈɜɹʧ."
+    started = time.perf_counter()
+    phonemizer.phonemize("https://" + "." * 4000, "en-us")
+    assert time.perf_counter() - started < 5
+    with pytest.raises(ValueError, match="misaki or espeak"):
+        TTSConfig(g2p="epitran")

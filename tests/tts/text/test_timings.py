@@ -110,7 +110,7 @@ def timed_audio(
     """What the scheduler does: words per segment, audio window by window. Returns the words, the audio's
     length in samples, and each segment's first sample."""
     words, samples, starts = [], 0, []
-    for segment in engine.plan(message.speech, message.lang, timed=True):
+    for segment in engine.speech_segments(message.speech, message.lang, timed=True):
         features = engine.features(list(segment.tokens), message.voice, message.speed)
         assert int(features.durations.sum()) == features.frames
         starts.append(samples)
@@ -145,7 +145,9 @@ def test_both_engines_time_the_written_words_of_windowed_audio_at_any_speed(any_
     plan = WindowPlan(first_frames=12, max_frames=48, context_frames=8)
     message = request(MARKDOWN, speed)
     (tokens,) = any_engine.segments(message.written, message.lang)
-    assert [list(s.tokens) for s in any_engine.plan(message.speech, message.lang, timed=True)] == [tokens]
+    assert [list(s.tokens) for s in any_engine.speech_segments(message.speech, message.lang, timed=True)] == [
+        tokens
+    ]
     words, samples, _ = timed_audio(any_engine, message, plan)
     assert [w.text for w in words] == WRITTEN_WORDS
     assert_ordered_within(words, samples)

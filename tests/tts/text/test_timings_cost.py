@@ -107,8 +107,8 @@ def test_a_cancelled_request_stops_the_engines_mapping(engine):
     flag = CancelFlag(terminate=True)
     text = prose(2000)
     with pytest.raises(SynthesisCancelled):
-        engine.plan(Script.plain(text), "en-us", True, flag)
-    assert engine.plan(Script.plain("Hello there."), "en-us", True, CancelFlag())
+        engine.speech_segments(Script.plain(text), "en-us", True, flag)
+    assert engine.speech_segments(Script.plain("Hello there."), "en-us", True, CancelFlag())
 
 
 JAPANESE = "今日は良い天気です。"  # one written token: no spaces
@@ -127,7 +127,7 @@ HYPHENATED = "-".join((["state", "of", "the", "art", "well", "known"] * 5)[:25])
     ids=["japanese", "japanese over two segments", "25 hyphenated", "200 hyphenated", "between words"],
 )
 def test_each_written_token_is_one_entry_even_across_segments(engine, written: str, segments: int):
-    timed = engine.plan(Script.plain(written), "en-us", True)
+    timed = engine.speech_segments(Script.plain(written), "en-us", True)
     assert len(timed) >= segments
     entries = []
     for segment in timed:

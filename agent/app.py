@@ -197,6 +197,22 @@ class Speech:
         return await STTSession.open(await self._shared_client(), self._config.stt_endpoint)
 
 
+def voice_list(speech: Speech) -> Callable[[Request], Awaitable[Response]]:
+    """`GET /voices`: the TTS endpoint's voices, for the page's voice picker, asked of the endpoint
+    itself (so a model directory's own voices are there too)."""
+
+    async def voices(request: Request) -> Response:
+        try:
+            async with asyncio.timeout(VOICES_TIMEOUT_S), await speech.open_session() as session:
+                listed = await session.voices()
+        except Exception as exc:  # no endpoint, a refused session, a timeout: the page keeps the default
+            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            return JSONResponse({"error": f"the voice list is not available ({reason})"}, status_code=502)
+        return JSONResponse(listed, headers=NOSNIFF)
+
+    return voices
+
+
 def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
     config = config or AgentConfig.from_env()
     app = BedrockAgentCoreApp()
@@ -284,24 +300,13 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
     async def favicon(request: Request) -> Response:
         return Response(FAVICON_SVG, media_type="image/svg+xml", headers=NOSNIFF)
 
-    async def voices(request: Request) -> Response:
-        """The TTS endpoint's voices, for the page's voice picker: asked of the endpoint itself, so a
-        model directory's own voices are there too."""
-        try:
-            async with asyncio.timeout(VOICES_TIMEOUT_S), await speech.open_session() as session:
-                listed = await session.voices()
-        except Exception as exc:  # no endpoint, a refused session, a timeout: the page keeps the default
-            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            return JSONResponse({"error": f"the voice list is not available ({reason})"}, status_code=502)
-        return JSONResponse(listed, headers=NOSNIFF)
-
     app.router.routes.append(Route("/", page, methods=["GET"]))
 
     async def capture(request: Request) -> Response:
         return Response(capture_js, media_type="text/javascript", headers=NOSNIFF)
 
     app.router.routes.append(Route("/favicon.ico", favicon, methods=["GET"]))
-    app.router.routes.append(Route("/voices", voices, methods=["GET"]))
+    app.router.routes.append(Route("/voices", voice_list(speech), methods=["GET"]))
     app.router.routes.append(Route("/capture.js", capture, methods=["GET"]))
     app.add_middleware(HostGuard, allowed=allowed_hosts(config.host, config.allowed_hosts))
     return app

@@ -21,7 +21,9 @@ Polly's and the W3C's names):
   `&apos;` and numeric references are decoded.
 
 Otherwise the text is the agent's own (markdown and all, for `speech_text`), where
-`[word](/phonemes/)` says the word as the phonemes (Kokoro-FastAPI's and misaki's inline form).
+`[word](/phonemes/)` says the word as the phonemes (Kokoro-FastAPI's and misaki's inline form) when they
+hold an IPA symbol or a stress mark (`/wˈɪn/`): all ASCII, `[the guide](/guide/)` is a markdown link
+to a site's path, read as its text.
 
 `read_markup` returns the text as `Run`s: each what was written (what word timings name), and what is
 said instead (an alias, a say-as reading) or the phonemes given, at a speed, after a pause. Bad markup
@@ -51,7 +53,7 @@ _SPACE = re.compile(r"\s*")
 _ENTITY = re.compile(r"&(?:(amp|lt|gt|quot|apos)|#(\d{1,7})|#[xX]([0-9A-Fa-f]{1,6}));")
 _ENTITIES = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 _SSML = re.compile(r"\s*(?:<\?xml[^>]*>\s*)?<speak[\s>/]")
-_INLINE = re.compile(r"\[([^\[\]\n]{1,100})\]\(/([^/\n()]{1,256})/\)")
+_INLINE = re.compile(r"\[([^\[\]\n]{1,100})\]\(/([^/\n()]{0,255}[^\x00-\x7f/\n()][^/\n()]{0,255})/\)")
 _SENTENCE_ELEMENTS = ("p", "s")
 _HOLDS_TEXT_ONLY = ("phoneme", "sub", "say-as")
 

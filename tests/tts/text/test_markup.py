@@ -20,6 +20,8 @@ def test_plain_text_is_one_run_and_inline_pronunciations_are_their_own():
         Run("Nguyen", phonemes="wˈɪn"),
         Run(" today, not [the guide](https://x.io)."),
     )
+    relative = "See [the guide](/guide/) first."
+    assert read_markup(relative, "en-us") == (Run(relative),), "all ASCII: a link to a site's path"
 
 
 def test_ssml_elements_say_what_they_mean_and_keep_what_was_written():

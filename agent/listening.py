@@ -2,8 +2,9 @@
 the microphone's audio in, the user's transcript and the agent's turns out.
 
 In, from the client:
-- BINARY frames: the microphone, 16 kHz mono s16le PCM (`facts.STT_SAMPLE_RATE`), any frame size, sent as
-  it is captured (silence too: the end of a turn is heard as silence);
+- BINARY frames: the microphone, 16 kHz mono s16le PCM (`facts.STT_SAMPLE_RATE`), any frame size up to
+  the server's WebSocket limit (uvicorn's 16 MiB), sent as it is captured (silence too: the end of a turn
+  is heard as silence); a large frame reaches the endpoint in parts (agent.stt_session);
 - TEXT frames, JSON objects:
   - `{"type": "start", "mode"?, "voice"?, "format"?}`: the turns' settings, checked as POST's payload is;
   - `{"type": "played", "played_ms": N}`: how much of the latest turn's audio the client has played

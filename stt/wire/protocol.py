@@ -129,8 +129,12 @@ def _wav_pcm(body: bytes) -> bytes:
         with wave.open(io.BytesIO(body)) as wav:
             rate, channels, width = wav.getframerate(), wav.getnchannels(), wav.getsampwidth()
             frames = wav.readframes(wav.getnframes())
-    except (wave.Error, EOFError) as exc:
-        raise ProtocolError("invalid_wav", f"the body is not a PCM WAV file: {exc}") from None
+    except Exception as exc:  # the wave module's own errors, and what its chunk reader raises on a
+        # header that lies: a fmt chunk claiming 4 GB made Chunk.skip raise RuntimeError, a 500 with a
+        # plain-text traceback instead of this typed 400.
+        raise ProtocolError(
+            "invalid_wav", f"the body is not a PCM WAV file: {exc or type(exc).__name__}"
+        ) from None
     if width != SAMPLE_BYTES:
         raise ProtocolError(
             "unsupported_sample_format", f"WAV samples must be 16-bit PCM, got {8 * width}-bit"

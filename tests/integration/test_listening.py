@@ -199,6 +199,20 @@ async def test_bad_control_is_answered_with_typed_errors_and_the_conversation_go
     assert events[-1] == {**events[-1], "type": "listening_end", "utterances": 0, "turns": 0}
 
 
+async def test_a_frame_over_the_endpoints_message_limit_reaches_it_in_parts(voice_stack: LocalStack) -> None:
+    """One 2 MiB BINARY frame (64 s of audio in one message; the speech-to-text container takes at most
+    1 MiB a message): before, the endpoint closed the stream and the conversation ended with
+    `stt_stream_error`; now the audio reaches it in parts and the conversation goes on."""
+    async with websockets.connect(ws_url(voice_stack)) as ws:
+        conversation = Conversation(ws)
+        await ws.send(silence(2 * 1024 * 1024 / STT_PCM_BYTES_PER_S))
+        await ws.send(json.dumps({"type": 7}))  # still listening: a typed answer to bad control
+        await conversation.until("error")
+        events = await conversation.finish()
+    assert [e["code"] for e in events if e["type"] == "error"] == ["unknown_type"], events
+    assert events[-1]["type"] == "listening_end"
+
+
 def _wav(path, pcm: bytes) -> None:
     with wave.open(str(path), "wb") as out:
         out.setnchannels(1)

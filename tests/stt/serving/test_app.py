@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import struct
 import wave
 from collections.abc import Iterator
 
@@ -44,6 +45,13 @@ def wav(pcm: bytes, rate: int = 16_000) -> bytes:
     return out.getvalue()
 
 
+def _lying_fmt_chunk() -> bytes:
+    """A WAV whose fmt chunk claims 4 GB (0xFFFFFFFF bytes) in a 56-byte file."""
+    fmt = struct.pack("<HHIIHH", 1, 1, 16_000, 32_000, 2, 16)
+    body = b"WAVEfmt " + struct.pack("<I", 0xFFFFFFFF) + fmt + b"data" + struct.pack("<I", 4) + b"\0" * 4
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
 def post(server: Server, body: bytes, content_type: str) -> httpx.Response:
     return httpx.post(
         f"{server.http}/invocations", content=body, headers={"Content-Type": content_type}, timeout=60
@@ -72,12 +80,14 @@ def test_bad_clips_get_typed_errors_and_the_server_goes_on(server: Server, clips
         post(server, pcm, "audio/mpeg"),
         post(server, pcm[:-1], "audio/pcm"),
         post(server, b"\x00" * (121 * 32_000 + 70_000), "audio/pcm"),
+        post(server, _lying_fmt_chunk(), "audio/wav"),  # was a 500 with a plain-text traceback
     ]
     assert [(r.status_code, r.json()["code"]) for r in refused] == [
         (400, "unsupported_sample_rate"),
         (415, "unsupported_media_type"),
         (400, "invalid_pcm"),
         (413, "body_too_large"),
+        (400, "invalid_wav"),
     ]
     assert post(server, pcm, "audio/pcm").json()["text"]
 

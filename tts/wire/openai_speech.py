@@ -72,18 +72,25 @@ def is_speech_body(obj: dict[str, object]) -> bool:
     return "input" in obj and ("voice" in obj or "model" in obj) and "text" not in obj
 
 
+def _given(obj: dict[str, object], name: str, default: str) -> object:
+    value = obj.get(name)
+    return default if value is None else value
+
+
 def parse_speech(obj: dict[str, object], catalog: Catalog) -> SpeechRequest:
     """An OpenAI speech body -> our request, or ProtocolError (the same codes as our messages)."""
-    stream_format = obj.get("stream_format") or "audio"
-    if stream_format not in STREAM_FORMATS:
+    # Only an absent (or null) member takes the default: `false`, `0`, `[]` or "" are a client's
+    # mistake, and were silently the default.
+    stream_format = _given(obj, "stream_format", "audio")
+    if not isinstance(stream_format, str) or stream_format not in STREAM_FORMATS:
         raise ProtocolError(
             "invalid_stream_format", f"'stream_format' must be one of {', '.join(STREAM_FORMATS)}"
         )
-    fmt = obj.get("response_format") or DEFAULT_RESPONSE_FORMAT
-    if fmt not in RESPONSE_FORMATS:
+    fmt = _given(obj, "response_format", DEFAULT_RESPONSE_FORMAT)
+    if not isinstance(fmt, str) or fmt not in RESPONSE_FORMATS:
         raise ProtocolError(
             "unknown_format",
-            f"unknown response_format {fmt!r:.40}; expected one of {', '.join(RESPONSE_FORMATS)}",
+            f"unknown response_format {str(fmt)!r:.40}; expected one of {', '.join(RESPONSE_FORMATS)}",
         )
     speed = obj.get("speed", 1.0)
     if isinstance(speed, bool) or not isinstance(speed, int | float):

@@ -86,7 +86,7 @@ def create_app(config: STTConfig) -> Starlette:
         except ProtocolError as error:
             return _error(error)
         try:
-            transcript = await host.decode(samples, final=True)
+            transcript = await host.transcribe_clip(samples)
         except Exception as exc:
             log.exception("transcription failed")
             return _error(

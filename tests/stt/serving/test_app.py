@@ -3,9 +3,11 @@ that are not ours (LibriVox, from PocketSphinx's test data: tools/speech_samples
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import struct
+import time
 import wave
 from collections.abc import Iterator
 
@@ -123,3 +125,34 @@ async def test_bad_frames_get_errors_and_the_utterances_still_come_in_order(
     assert word_error_rate(" ".join(clip.text for clip in clips), heard) <= 0.2, heard
     assert finals[0]["end_ms"] <= finals[1]["start_ms"]
     assert got[-1]["type"] == "done"
+
+
+async def test_a_long_clip_does_not_hold_another_users_live_transcript(
+    server: Server, clips: list[Recording]
+):
+    """A 119 s clip posted while another user speaks: decoded window by window at the lowest priority,
+    so the live stream's final comes before the clip's answer (decoded whole, the clip held it 7.6 s),
+    and the clip is still transcribed whole, its words in order across the windows."""
+    speech = [clip.pcm() + silence(2.0) for clip in clips]
+    long = b"".join(speech[n % 2] for n in range(40))[: 119 * 32_000]
+    post_done: list[float] = []
+
+    def post_long() -> dict:
+        answer = post(server, long, "audio/pcm").json()
+        post_done.append(time.perf_counter())
+        return answer
+
+    clip_task = asyncio.create_task(asyncio.to_thread(post_long))
+    await asyncio.sleep(0.5)  # the clip's first window is being decoded
+    got = await stream(server, clips[0].pcm() + silence(1.0), realtime=False)
+    final_at = time.perf_counter()
+    answer = await clip_task
+    assert [m["type"] for m in got][-2:] == ["final", "done"]
+    assert final_at < post_done[0], "the live final waited for the whole clip"
+    starts = [w["start_ms"] for w in answer["words"]]
+    assert starts == sorted(starts) and starts[-1] > 100_000, starts[-5:]
+    assert answer["duration_ms"] == 119_000
+    assert (
+        word_error_rate(" ".join([clips[0].text, clips[1].text] * 3), " ".join(answer["text"].split()[:60]))
+        < 0.5
+    )

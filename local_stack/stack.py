@@ -17,8 +17,7 @@ from pathlib import Path
 from emulator.config import EmulatorConfig
 from emulator.manifest import DEFAULT_MANIFEST, Manifest, Resource, load_manifest
 from emulator.server import emulator_in_thread
-
-RUNTIME_NAME = "voice_agent"
+from facts import AGENT_RUNTIME
 
 
 @dataclass(frozen=True)
@@ -64,7 +63,7 @@ def local_stack(
     config = emulator or dataclasses.replace(EmulatorConfig.from_env(), http_port=0, h2_port=0)
     applied = with_environment(load_manifest(manifest), agent_env or {}, tts_env or {})
     with emulator_in_thread(config, applied) as emu:
-        runtime = next(rt for rt in emu.store.agent_runtimes.values() if rt.name == RUNTIME_NAME)
+        runtime = next(rt for rt in emu.store.agent_runtimes.values() if rt.name == AGENT_RUNTIME)
         assert runtime.current is not None and runtime.current.address is not None
         host, port = runtime.current.address
         yield LocalStack(runtime_arn=runtime.arn, agent_url=f"http://{host}:{port}", env=emu.env)

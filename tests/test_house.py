@@ -366,6 +366,7 @@ def test_the_llm_room_has_no_wire():
 # value (a constant, a default, a dict value, a keyword's default). Tests aside: they may spell a value out.
 FACT_NAMES = ("SAMPLE_RATE", "CHANNELS", "PCM_BYTES_PER_S", "AUDIO_FORMATS", "MEDIA_TYPES", "DEFAULT_VOICE")
 FACT_NAMES += ("TTS_ENDPOINT", "MODES", "STT_SAMPLE_RATE", "STT_PCM_BYTES_PER_S", "STT_ENDPOINT")
+FACT_NAMES += ("AGENT_RUNTIME",)
 FACT_VALUES = (
     24_000,
     48_000,

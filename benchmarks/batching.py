@@ -24,6 +24,7 @@ which.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -191,6 +192,18 @@ async def _sessions(
     }
 
 
+def capacity(runs: list[dict[str, Any]]) -> int:
+    """The most sessions the batched engine kept gap-free (no listener stalled) with their p95 first
+    audio within its target: the figure `deploy plan` scales a GPU instance on (`deploy/capacity.py`
+    reads it from `out/gpu-check/gpu_check.json`); 0 where none was."""
+    kept = [
+        r["sessions"]
+        for r in runs
+        if r["stalled_sessions"] == 0 and r["first_audio_ms"]["p95"] <= TARGETS["p95_first_audio_ms_at_32"]
+    ]
+    return max(kept, default=0)
+
+
 def _fresh(calibration: Calibration | None) -> Calibration | None:
     """A copy for one run: the scheduler moves its figures with every step it times."""
     return None if calibration is None else Calibration.from_json(calibration.to_json())
@@ -272,6 +285,13 @@ def measure(
             sweep[mode].append(asyncio.run(_sessions(engine, config, calibration, count, texts)))
     engine.batch = batch
     result["sessions"] = sweep
+    result["capacity"] = capacity(sweep["batched"])
+    result["where"] = {
+        "engine": engine.name,
+        "device": engine.device,
+        "cpu": report.processor(),
+        "cores": os.cpu_count(),
+    }
     result["calibration"] = None if calibration is None else calibration.summary()
     return result
 

@@ -35,8 +35,9 @@ def test_parameters_and_activations_live_on_cuda(gpu_engine, tokens):
     assert gpu_engine.device.startswith("cuda")
     assert all(p.is_cuda for p in gpu_engine.model.parameters())
     outputs: list[torch.Tensor] = []
+    # the masked decoder (masked.py) calls each residual block's layers, not the block itself
     hooks = [
-        m.register_forward_hook(lambda _m, _a, out: outputs.append(out))
+        m.convs1[0].register_forward_hook(lambda _m, _a, out: outputs.append(out))
         for m in gpu_engine.model.decoder.generator.resblocks
     ]
     try:

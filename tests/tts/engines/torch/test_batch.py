@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from benchmarks.batching import PEAK_TOLERANCE, RMS_TOLERANCE
+from benchmarks.gpu_bundle import log_spectral_distance
 from tts.config import SAMPLES_PER_FRAME, TTSConfig
 from tts.engines.base import CancelFlag, SynthesisCancelled, Window
 from tts.engines.torch import masked
@@ -71,7 +72,11 @@ def test_sixteen_sessions_windows_batched_equal_each_alone(torch_engine, segment
 
 def test_the_masked_decoder_is_hexgrads_decoder(torch_engine, segments, monkeypatch):
     """One window from a segment's start, alone: the masked decoder against kokoro's own
-    `Decoder.forward`, both without the generator's random parts (its noise and initial phase)."""
+    `Decoder.forward`, both without the generator's random parts (its noise and initial phase). Not to
+    the last bit: kokoro scales the source's cumulative phase by 2 pi before interpolating it, ours
+    after adding the carried phase, and in float32 the 9th harmonic's phase reaches about 1e5 rad
+    within a second, where one step is 0.008 rad; measured: RMS 1.1e-3, log-spectral distance 0.021
+    (two renders with kokoro's noise differ by more)."""
     features = segments[0]
     stop = 30
     with torch.inference_mode():
@@ -88,7 +93,8 @@ def test_the_masked_decoder_is_hexgrads_decoder(torch_engine, segments, monkeypa
         )
     hexgrads = hexgrads.squeeze().numpy()
     assert ours.shape == hexgrads.shape
-    assert np.abs(ours - hexgrads).max() < 1e-4, np.abs(ours - hexgrads).max()
+    assert float(np.sqrt(np.mean((ours - hexgrads) ** 2))) < 3e-3
+    assert log_spectral_distance(ours, hexgrads) < 0.05
 
 
 def test_the_engine_is_deterministic_and_noise_follows_the_sample(torch_engine, segments):

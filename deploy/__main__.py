@@ -14,6 +14,7 @@ from dataclasses import asdict
 from deploy.capacity import capacity_file, describe, measured_capacity, plan
 from deploy.commands import act, flags, run, toolkit
 from deploy.config import REPO_ROOT, DeployConfig
+from deploy.gpu import is_gpu_instance
 from deploy.parts import all_parts
 
 
@@ -84,8 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def print_plan(args: argparse.Namespace, config: DeployConfig) -> int:
     given = args.target_concurrency is not None or bool(os.environ.get("DEPLOY_TARGET_CONCURRENCY"))
-    capacity = None if given else measured_capacity(capacity_file(REPO_ROOT))
-    result = plan(args.users, config.instance_type, config.target_concurrency, args.price_per_hour)
+    gpu = is_gpu_instance(config.instance_type)
+    capacity = None if given else measured_capacity(capacity_file(REPO_ROOT, gpu))
+    sessions = config.target_concurrency if capacity is None else capacity.sessions
+    result = plan(args.users, config.instance_type, sessions, args.price_per_hour)
     if args.json:
         where = None if capacity is None else {"source": str(capacity.source), "measured_on": capacity.where}
         print(json.dumps({**asdict(result), "cost_per_hour": result.cost_per_hour, "capacity": where}))

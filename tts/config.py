@@ -51,6 +51,8 @@ class TTSConfig:
     window_context_frames: int = 8
     window_growth: int = 4
     window_lanes: int = 0
+    batch: int = 0
+    cuda_graphs: str = "on"
     host: str = "127.0.0.1"
     port: int = 8080
 
@@ -84,6 +86,10 @@ class TTSConfig:
             raise ValueError(f"TTS_WINDOW_GROWTH must be within 1-16, got {self.window_growth}")
         if not 0 <= self.window_lanes <= 16:
             raise ValueError(f"TTS_WINDOW_LANES must be within 0 (auto) and 16, got {self.window_lanes}")
+        if not 0 <= self.batch <= 256:
+            raise ValueError(f"TTS_BATCH must be within 0 (the engine's) and 256 windows, got {self.batch}")
+        if self.cuda_graphs not in {"on", "off"}:
+            raise ValueError(f"TTS_CUDA_GRAPHS must be on or off, got {self.cuda_graphs!r}")
         if not 0 <= self.window_context_frames <= 50:
             raise ValueError(
                 f"TTS_WINDOW_CONTEXT_FRAMES must be within 0-50, got {self.window_context_frames}"
@@ -116,6 +122,8 @@ class TTSConfig:
             window_context_frames=_env_int("TTS_WINDOW_CONTEXT_FRAMES", cls.window_context_frames),
             window_growth=_env_int("TTS_WINDOW_GROWTH", cls.window_growth),
             window_lanes=_env_int("TTS_WINDOW_LANES", cls.window_lanes),
+            batch=_env_int("TTS_BATCH", cls.batch),
+            cuda_graphs=env.get("TTS_CUDA_GRAPHS") or cls.cuda_graphs,
             host=env.get("TTS_HOST") or cls.host,
             port=_env_int("TTS_PORT", cls.port),
         )

@@ -121,7 +121,7 @@ def small_calls_while(reader: threading.Thread, cloudwatch: Any) -> list[tuple[f
 def test_a_heavy_get_metric_data_answers_in_seconds_and_holds_no_other_client(emu: Emulator, cloudwatch):
     """500 p99 queries, each over its own period, of a metric of 100,000 datapoints. 200 of them took
     25 s on the event loop (56 s measured on 2 cores at a load of 15), and every other CloudWatch client
-    waited as long; now 500 take 10-15 s there, off the loop, while a small put and get answer in
+    waited as long; now 500 take 4-15 s there, off the loop, while a small put and get answer in
     0.1-0.3 s. The bounds leave room for a busier machine: the heavy read under a minute (500 took
     minutes), a small call under a third of it (it waited for all of it)."""
     start = fill_heavy_metric(emu)

@@ -237,7 +237,8 @@ def admin_blueprint(
             window_s = -1
         if not 0 < window_s <= 86_400:
             return Response(json.dumps({"error": "window_s is seconds, over 0 and at most 86400"}), 400)
-        return Response(json.dumps(metrics.summary(window_s)), content_type="application/json")
+        summary = await metrics.summary(window_s)
+        return Response(json.dumps(summary, allow_nan=False), content_type="application/json")
 
     @bp.get("/_emulator/bedrock/requests")
     async def recorded_requests() -> Response:

@@ -198,6 +198,7 @@ def create_app(services: Services) -> Quart:
             models={
                 sagemaker_routes.TARGET_PREFIX: sagemaker_routes.SERVICE_MODEL,
                 autoscaling_routes.TARGET_PREFIX: autoscaling_routes.SERVICE_MODEL,
+                cloudwatch_routes.TARGET_PREFIX: cloudwatch_routes.SERVICE_MODEL,
             },
         ),
         *sagemaker_routes.blueprints(services.config, services.router, services.runtime, services.http),

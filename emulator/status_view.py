@@ -28,8 +28,8 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
-def _table(rows: list[list[str]]) -> str:
-    rows = [[printable(cell) for cell in row] for row in rows]
+def _table(rows: list[list[Any]]) -> str:
+    rows = [[printable(str(cell)) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
@@ -162,15 +162,16 @@ def _ms(value: float | None) -> str:
 
 
 def format_metrics(rows: list[dict[str, Any]], window_s: float) -> str:
-    """`python -m emulator metrics`: one row per metric with data in the window."""
+    """`python -m emulator metrics`: one row per metric with data in the window. Whatever a row holds
+    is printed as text: an emulator that stored a `Unit` of 5 made this view die with a traceback."""
     if not rows:
         return f"no metrics in the last {window_s:g} s"
     table = [["NAMESPACE", "METRIC", "DIMENSIONS", "COUNT", "AVERAGE", "P50", "P90", "P99", "MAX", "UNIT"]]
     for row in rows:
-        dims = ",".join(f"{d['Name']}={d['Value']}" for d in row["Dimensions"]) or "-"
-        numbers = [row[s] for s in ("SampleCount", "Average", "p50", "p90", "p99", "Maximum")]
-        shown = ["-" if n is None else f"{n:.4g}" for n in numbers]
-        table.append([row["Namespace"], row["MetricName"], dims, *shown, row["Unit"]])
+        dims = ",".join(f"{d.get('Name')}={d.get('Value')}" for d in row.get("Dimensions") or []) or "-"
+        numbers = [row.get(s) for s in ("SampleCount", "Average", "p50", "p90", "p99", "Maximum")]
+        shown = [f"{n:.4g}" if isinstance(n, int | float) else "-" for n in numbers]
+        table.append([row.get("Namespace"), row.get("MetricName"), dims, *shown, row.get("Unit")])
     return f"the last {window_s:g} s\n" + _table(table)
 
 

@@ -274,6 +274,7 @@ SERVICE_ROLES = {
     "errors": 0,
     "shapes": 1,
     "request_log": 1,
+    "series": 1,
     "control": 2,
     "runtime": 2,
     "bidirectional": 2,

@@ -15,6 +15,8 @@
 - `template.py` — (CloudFormation) a template's intrinsic functions and creation order (no I/O).
 - `resources.py` — (CloudFormation) the resource-type table: each type's resources created through
   the other services' operations.
+- `series.py` — (CloudWatch) the metric store, one metric at a time: its datapoints as columns in time
+  order and CloudWatch's statistics over a range of them (numpy; no I/O).
 - `request_log.py` — (Bedrock) the requests the service answered, kept for the operator's routes
   (`/_emulator/...`, emulator/admin.py; not an AWS API).
 

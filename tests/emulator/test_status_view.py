@@ -1,4 +1,4 @@
-"""What `python -m emulator status` and `logs` print."""
+"""What `python -m emulator status`, `logs` and `metrics` print."""
 
 from __future__ import annotations
 
@@ -110,3 +110,28 @@ def test_status_shows_a_stored_name_with_control_characters_escaped_on_one_line(
     assert "\x1b" not in out and "\x07" not in out
     assert not any(line.startswith("FORGED") for line in out.splitlines())
     assert "p\\x1b[2J\\x1b[H\\nFORGED  row" in out
+
+
+def test_metrics_print_whatever_an_emulator_stored() -> None:
+    """An older emulator stored a `Unit` of 5 (and nothing stops a row from lacking a number): the view
+    prints it instead of dying with a traceback."""
+    rows: list[dict[str, Any]] = [
+        {
+            "Namespace": "N",
+            "MetricName": "u",
+            "Dimensions": [{"Name": "Service", "Value": "tts"}],
+            "Unit": 5,
+            "SampleCount": 1.0,
+            "Average": "NaN",
+            "p50": None,
+            "p90": 1,
+            "p99": 1.5,
+            "Maximum": 2.0,
+        },
+        {"Namespace": "N", "MetricName": "bare", "Dimensions": []},
+    ]
+    from emulator.status_view import format_metrics
+
+    printed = format_metrics(rows, 600).splitlines()
+    assert printed[2].split() == ["N", "u", "Service=tts", "1", "-", "-", "1", "1.5", "2", "5"]
+    assert printed[3].split() == ["N", "bare", "-", "-", "-", "-", "-", "-", "-", "None"]

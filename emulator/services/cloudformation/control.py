@@ -53,6 +53,7 @@ from emulator.services.cloudformation.template import (
     TemplateError,
     condition,
     creation_order,
+    parse,
     resolve,
 )
 from emulator.wire.awserrors import AwsError
@@ -281,16 +282,9 @@ class CloudFormation:
         else:
             raise validation("Either Template URL or Template Body must be specified.")
         try:
-            template = json.loads(text)
-        except ValueError as exc:
-            raise validation(f"Template format error: the emulator reads JSON templates ({exc})") from exc
-        resources = template.get("Resources") if isinstance(template, dict) else None
-        if not isinstance(resources, dict) or not resources:
-            raise validation("Template format error: At least one Resources member must be defined.")
-        for logical, raw in resources.items():
-            if not isinstance(raw, dict) or not isinstance(raw.get("Type"), str):
-                raise validation(f"Template format error: resource {logical} has no Type")
-        return template, assembly
+            return parse(text), assembly
+        except TemplateError as exc:
+            raise validation(str(exc)) from exc
 
     def _parameters(self, template: dict[str, Any], body: dict[str, Any]) -> dict[str, str]:
         declared = template.get("Parameters") or {}

@@ -13,4 +13,4 @@ PATH = "/cloudformation/"
 
 
 def blueprints(control: CloudFormation) -> list[Blueprint]:
-    return [aws_query_blueprint("CloudFormation", PATH, NAMESPACE, control.operations())]
+    return [aws_query_blueprint("CloudFormation", PATH, NAMESPACE, control.operations(), "cloudformation")]

@@ -13,4 +13,4 @@ PATH = "/sts/"
 
 
 def blueprints(control: Sts) -> list[Blueprint]:
-    return [aws_query_blueprint("STS", PATH, NAMESPACE, control.operations())]
+    return [aws_query_blueprint("STS", PATH, NAMESPACE, control.operations(), "sts")]

@@ -79,6 +79,17 @@ def _build_images(config: EmulatorConfig, manifest_path: str, *, build: bool) ->
         print(f"# built {', '.join(built)}", file=sys.stderr, flush=True)
 
 
+def _build_args(pairs: list[str]) -> dict[str, str]:
+    """`NAME=VALUE` strings (`--build-arg`, as docker build takes them) -> {NAME: VALUE}."""
+    arguments = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        if not equals or not name:
+            raise CliError(f"--build-arg takes NAME=VALUE, got {pair!r}")
+        arguments[name] = value
+    return arguments
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     """Build `--tag` from `--dockerfile` on the offline-capable base, as `up` builds its images."""
     from emulator.images import ImageBuildError, docker_client
@@ -89,13 +100,14 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr, flush=True)
 
     try:
+        request = BuildRequest(args.tag, args.dockerfile, _build_args(args.build_arg))
         client = docker_client()
         # The builder has no cross-platform stage (no buildx here): an image for another CPU is refused.
         engine = ENGINE_PLATFORMS.get(client.info().get("Architecture", ""), "unknown")
         if args.platform and args.platform != engine:
             raise CliError(f"cannot build {args.platform} on this {engine} Docker engine")
         base = resolve_base(client, args.base_image or _config(args).base_image, progress)
-        build_image(client, BuildRequest(args.tag, args.dockerfile), base, progress)
+        build_image(client, request, base, progress)
     except ImageBuildError as exc:
         raise CliError(str(exc)) from exc
     return 0
@@ -174,6 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--tag", required=True, help="the image name to give it")
     build.add_argument("--platform", help="refuse unless the engine builds this platform (linux/amd64)")
     build.add_argument("--base-image", help="BASE_IMAGE (default python:3.12-slim, or the offline base)")
+    build.add_argument(
+        "--build-arg",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a build argument, again for each (container_kit/Dockerfile: PACKAGE=tts, ...)",
+    )
     for name, help_text in (
         ("down", "stop a detached emulator"),
         ("status", "endpoints, agent runtimes, replicas, events"),

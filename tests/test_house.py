@@ -3,8 +3,10 @@
 Every arrow counts: imports at any depth of a file, `if TYPE_CHECKING:` imports (a type-only circle is
 still a circle a reader has to untangle) and `importlib.import_module("...")` loads.
 
-Rooms: `facts` (the product's shared facts) is below them all and may be imported by every room; `tts`
-(the container) depends on nothing else of ours; `agent` on `tts.wire.sse` and `tts.text.speech_text`
+Rooms: `facts` (the product's shared facts) is below them all and may be imported by every room;
+`container_kit` (what every model container is built from) imports only itself; `tts` and `stt` (the
+containers) depend on it and on nothing else of ours, never on each other, and every image that copies
+one copies the kit; `agent` on `tts.wire.sse` and `tts.text.speech_text`
 alone (its image carries just those files); `emulator` runs `tts` and `agent` as processes and imports
 neither; `deploy` reads `agent.config` and no more of the agent; the development tools sit on top:
 `tools` (the client tools: demo, listener, client session loop, ASR judge, fidelity) may use the shipped
@@ -22,10 +24,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.dockerfiles import builds_of
 from tests.support.paths import REPO
 
 SHARED = ("facts",)
-SHIPPED = ("tts", "stt", "emulator", "agent", "deploy", "gateway")
+SHIPPED = ("container_kit", "tts", "stt", "emulator", "agent", "deploy", "gateway")
 DEV_TOOLS = ("tools", "local_stack", "benchmarks")
 TOOLS = (*DEV_TOOLS, "tests")
 DEV_ONLY = ("pytest", "hypothesis", "testcontainers", "matplotlib", "playwright", "faster_whisper", "moto")
@@ -34,8 +37,9 @@ SHIPPED_USES = {"stt": ("faster_whisper",)}
 
 ALLOWED = {
     "facts": (),
-    "tts": ("tts", *SHARED),
-    "stt": ("stt", *SHARED),
+    "container_kit": ("container_kit",),
+    "tts": ("tts", "container_kit", *SHARED),
+    "stt": ("stt", "container_kit", *SHARED),
     "agent": ("agent", "tts.wire.sse", "tts.text.speech_text", *SHARED),
     "emulator": ("emulator", "gateway.front", *SHARED),
     "deploy": ("deploy", "agent.config", *SHARED),
@@ -47,6 +51,16 @@ ALLOWED = {
 
 # Each room's floors, lowest first; a module not named is on the top floor of its package.
 LAYERS = {
+    "container_kit": {
+        "container_kit.errors": 0,
+        "container_kit.settings": 0,
+        "container_kit.body": 1,
+        "container_kit.messages": 1,
+        "container_kit.container": 1,
+        "container_kit.command": 1,
+        "container_kit.routes": 2,
+        "container_kit.app": 3,
+    },
     "tts": {
         "tts.config": 0,
         "tts.text": 1,
@@ -447,8 +461,14 @@ def dockerfiles() -> list[Path]:
 
 def copied_sources(dockerfile: Path) -> Iterator[str]:
     """The repository paths each `COPY` line of `dockerfile` sends into the image (`--from` stages
-    copy from another stage, not from the repository)."""
-    for line in dockerfile.read_text().splitlines():
+    copy from another stage, not from the repository), for each way it is built (`builds_of`: the kit's
+    Dockerfile copies `${PACKAGE}` as the package each image names)."""
+    for build in builds_of(dockerfile):
+        yield from _copied(build.text())
+
+
+def _copied(text: str) -> Iterator[str]:
+    for line in text.splitlines():
         words = line.split()
         if not words or words[0].upper() not in ("COPY", "ADD"):
             continue
@@ -468,6 +488,29 @@ def test_the_images_carry_no_tool():
                 wrong.append(f"{dockerfile.relative_to(REPO)} copies {source}")
             elif not (REPO / source).exists():
                 wrong.append(f"{dockerfile.relative_to(REPO)} copies {source}, which does not exist")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_containers_share_the_kit_and_their_images_copy_it():
+    """tts and stt are built from container_kit (each imports it), and every image that copies code
+    importing the kit copies the kit too, for every way it is built."""
+    for room in ("tts", "stt"):
+        assert any(within(t, ("container_kit",)) for n, ts in GRAPH.items() if within(n, (room,)) for t in ts)
+    wrong = []
+    for dockerfile in dockerfiles():
+        for build in builds_of(dockerfile):
+            sources = [REPO / source for source in _copied(build.text())]
+            if REPO / "container_kit" in sources:
+                continue
+            for path in sources:
+                files = (
+                    [path] if path.suffix == ".py" else sorted(path.rglob("*.py")) if path.is_dir() else []
+                )
+                wrong += [
+                    f"{build} copies {module_name(file)}, which imports the kit, and not container_kit"
+                    for file in files
+                    if any(within(target, ("container_kit",)) for target in GRAPH[module_name(file)])
+                ]
     assert not wrong, "\n".join(wrong)
 
 

@@ -5,7 +5,7 @@ hash, and removed with the stack (emulator/services/cloudformation asks through 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import PurePosixPath
 
 import docker.errors
@@ -32,16 +32,22 @@ class DockerImageAssets:
         self.base_image = base_image
         """The base every Dockerfile starts from (`EmulatorConfig.base_image`; a local one when offline)."""
 
-    def build(self, dockerfile: str, asset_hash: str, progress: Callable[[str], None]) -> str:
-        """The asset's local tag, built unless the engine has it already."""
+    def build(
+        self,
+        dockerfile: str,
+        asset_hash: str,
+        progress: Callable[[str], None],
+        build_args: Mapping[str, str] | None = None,
+    ) -> str:
+        """The asset's local tag, built (with the asset's `build_args`) unless the engine has it already;
+        the asset hash covers the build arguments, so the tag does too."""
         tag = image_tag(dockerfile, asset_hash)
         client = docker_client()
         if image_exists(client, tag):
             progress(f"image {tag} already built")
             return tag
-        build_image(
-            client, BuildRequest(tag, dockerfile), resolve_base(client, self.base_image, progress), progress
-        )
+        request = BuildRequest(tag, dockerfile, dict(build_args or {}))
+        build_image(client, request, resolve_base(client, self.base_image, progress), progress)
         return tag
 
     def remove(self, tag: str) -> bool:

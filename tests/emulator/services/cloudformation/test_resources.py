@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -65,7 +65,13 @@ class Recorder:
 class TagsWithoutBuilding:
     """Names each image asset as the emulator's builder would, without building it."""
 
-    def build(self, dockerfile: str, asset_hash: str, progress: Callable[[str], None]) -> str:
+    def build(
+        self,
+        dockerfile: str,
+        asset_hash: str,
+        progress: Callable[[str], None],
+        build_args: Mapping[str, str] | None = None,
+    ) -> str:
         return image_tag(dockerfile, asset_hash)
 
     def remove(self, tag: str) -> bool:

@@ -5,7 +5,7 @@ hash, and removed with the stack (emulator/services/cloudformation asks through 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import PurePosixPath
 
 import docker.errors
@@ -13,6 +13,7 @@ import docker.errors
 from emulator.images import docker_client, image_exists
 from emulator.images.base import resolve_base
 from emulator.images.build import BuildRequest, build_image
+from emulator.services.cloudformation.control import ImageAsset
 
 REPOSITORY = "voice-agent-aws-rehearsal"
 
@@ -32,21 +33,15 @@ class DockerImageAssets:
         self.base_image = base_image
         """The base every Dockerfile starts from (`EmulatorConfig.base_image`; a local one when offline)."""
 
-    def build(
-        self,
-        dockerfile: str,
-        asset_hash: str,
-        progress: Callable[[str], None],
-        build_args: Mapping[str, str] | None = None,
-    ) -> str:
-        """The asset's local tag, built (with the asset's `build_args`) unless the engine has it already;
-        the asset hash covers the build arguments, so the tag does too."""
-        tag = image_tag(dockerfile, asset_hash)
+    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> str:
+        """The asset's local tag, built (with its build arguments) unless the engine has it already; the
+        asset's hash covers its build arguments, so the tag does too."""
+        tag = image_tag(asset.dockerfile, asset.hash)
         client = docker_client()
         if image_exists(client, tag):
             progress(f"image {tag} already built")
             return tag
-        request = BuildRequest(tag, dockerfile, dict(build_args or {}))
+        request = BuildRequest(tag, asset.dockerfile, dict(asset.build_args))
         build_image(client, request, resolve_base(client, self.base_image, progress), progress)
         return tag
 

@@ -19,15 +19,8 @@ def entry(package: str | None, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "CONTAINER_PACKAGE"}
     if package is not None:
         env["CONTAINER_PACKAGE"] = package
-    return subprocess.run(
-        [sys.executable, "-m", "container_kit", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    command = [sys.executable, "-m", "container_kit", *args]
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60, check=False)
 
 
 def test_the_images_entry_point_runs_the_package_it_names():

@@ -34,6 +34,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
@@ -79,16 +80,20 @@ class Peers(Protocol):
     def offers(self, service: str) -> bool: ...
 
 
+@dataclass(frozen=True)
+class ImageAsset:
+    """One image asset that `<stack>.assets.json` names: its Dockerfile (in the repository, the build
+    context), its hash, and its build arguments (the CDK's `dockerBuildArgs`)."""
+
+    dockerfile: str
+    hash: str
+    build_args: Mapping[str, str]
+
+
 class ImageAssets(Protocol):
     """Builds a stack's image assets as local tags, and removes them with the stack (a thread runs it)."""
 
-    def build(
-        self,
-        dockerfile: str,
-        asset_hash: str,
-        progress: Callable[[str], None],
-        build_args: Mapping[str, str] | None = None,
-    ) -> str: ...
+    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> str: ...
 
     def remove(self, tag: str) -> bool: ...
 
@@ -387,9 +392,8 @@ class CloudFormation:
             def progress(line: str) -> None:
                 logger.info("%s: %s", stack.name, line)
 
-            tags[asset_hash] = await asyncio.to_thread(
-                self.images.build, dockerfile, asset_hash, progress, build_args
-            )
+            asset = ImageAsset(dockerfile, asset_hash, build_args)
+            tags[asset_hash] = await asyncio.to_thread(self.images.build, asset, progress)
             stack.images.append(tags[asset_hash])
             self._event(
                 stack, None, "CREATE_IN_PROGRESS", f"image asset {asset_hash[:12]} is {tags[asset_hash]}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ import pytest
 
 from emulator.config import EmulatorConfig
 from emulator.controller.store import AgentRuntime, Store
-from emulator.services.cloudformation.control import CloudFormation
+from emulator.services.cloudformation.control import CloudFormation, ImageAsset
 from emulator.services.cloudformation.resources import STACK_TAG
 from emulator.wire.awserrors import AwsError
 
@@ -86,15 +86,9 @@ class Recorder:
     def __init__(self) -> None:
         self.built: list[tuple[str, dict[str, str]]] = []
 
-    def build(
-        self,
-        dockerfile: str,
-        asset_hash: str,
-        progress: Callable[[str], None],
-        build_args: Mapping[str, str] | None = None,
-    ) -> str:
-        self.built.append((dockerfile, dict(build_args or {})))
-        return f"local/asset:{asset_hash[:8]}"
+    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> str:
+        self.built.append((asset.dockerfile, dict(asset.build_args)))
+        return f"local/asset:{asset.hash[:8]}"
 
     def remove(self, tag: str) -> bool:
         return True

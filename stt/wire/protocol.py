@@ -57,8 +57,9 @@ def _check_rate(rate: object) -> int:
 def parse_control(raw: str | bytes) -> Control:
     """One JSON control message (a TEXT frame, or a BINARY one that looks like JSON) -> typed, or
     ProtocolError."""
+    text = message_text(raw, ProtocolError)
     try:
-        obj = json.loads(message_text(raw, ProtocolError))
+        obj = json.loads(text)
     except (json.JSONDecodeError, RecursionError, ValueError):
         raise ProtocolError("invalid_json", "control message is not JSON") from None
     if not isinstance(obj, dict):

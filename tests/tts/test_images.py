@@ -9,12 +9,10 @@ from pathlib import Path
 import docker.errors
 import httpx
 import pytest
-from testcontainers.core.container import DockerContainer
-from testcontainers.core.wait_strategies import HttpWaitStrategy
 
 from emulator.controller.runtimes import BIDI_LABEL
 from emulator.images.build_config import PROXY_VARIABLES
-from tests.support.docker import TTS_IMAGE, built, docker_client
+from tests.support.docker import TTS_IMAGE, built, docker_client, inside, serving
 from tests.support.dockerfiles import (
     KIT_DOCKERFILE,
     LABEL,
@@ -125,16 +123,8 @@ def test_cpu_image_carries_the_label_and_serves():
     history = " ".join(str(step.get("CreatedBy", "")) for step in image.history())
     assert "build-config" not in history and "PIP_CONFIG_FILE" not in history, "build settings stay out"
     probe = "import os; print(os.path.exists('/tmp/build-config'), os.path.exists('/opt/kokoro'))"
-    seen = client.containers.run(TTS_IMAGE, entrypoint=["python", "-c", probe], remove=True)
-    assert seen.split() == [b"False", b"True"], "no CA bundle or pip.conf in the image; the weights are"
-    container = (
-        DockerContainer(TTS_IMAGE)
-        .with_command("serve")
-        .waiting_for(HttpWaitStrategy(8080, "/ping").for_status_code(200).with_startup_timeout(120))
-    )
-    container.ports["8080/tcp"] = ("127.0.0.1", None)  # loopback only (with_bind_ports takes no address)
-    with container:
-        url = f"http://127.0.0.1:{container.get_exposed_port(8080)}"
+    assert inside(TTS_IMAGE, probe) == [b"False", b"True"], "no CA bundle or pip.conf in the image; weights"
+    with serving(TTS_IMAGE, startup_s=120) as url:
         response = httpx.post(f"{url}/invocations", json={"text": "Hello.", "format": "wav"}, timeout=60)
         assert response.status_code == 200 and response.content[:4] == b"RIFF"
         assert len(response.content) > 10_000

@@ -100,8 +100,9 @@ def _reject_constant(name: str) -> float:
 
 
 def decode(raw: str | bytes) -> dict[str, object]:
+    text = message_text(raw, ProtocolError)
     try:
-        obj = json.loads(message_text(raw, ProtocolError), parse_constant=_reject_constant)
+        obj = json.loads(text, parse_constant=_reject_constant)
     except ProtocolError:
         raise
     except json.JSONDecodeError as exc:

@@ -164,6 +164,22 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_build(sub: argparse._SubParsersAction) -> None:
+    """`build`: one image from one Dockerfile, as `up` builds them."""
+    build = sub.add_parser("build", help="build one image from a Dockerfile of this repository")
+    build.add_argument("--dockerfile", required=True, help="relative to the repository root (the context)")
+    build.add_argument("--tag", required=True, help="the image name to give it")
+    build.add_argument("--platform", help="refuse unless the engine builds this platform (linux/amd64)")
+    build.add_argument("--base-image", help="BASE_IMAGE (default python:3.12-slim, or the offline base)")
+    build.add_argument(
+        "--build-arg",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a build argument, again for each (container_kit/Dockerfile: PACKAGE=tts, ...)",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m emulator", description="Local SageMaker (and Bedrock) emulator."
@@ -181,18 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--base-image", help="docker: BASE_IMAGE of the images built (default python:3.12-slim)")
     up.add_argument("--http-port", type=int)
     up.add_argument("--h2-port", type=int)
-    build = sub.add_parser("build", help="build one image from a Dockerfile of this repository")
-    build.add_argument("--dockerfile", required=True, help="relative to the repository root (the context)")
-    build.add_argument("--tag", required=True, help="the image name to give it")
-    build.add_argument("--platform", help="refuse unless the engine builds this platform (linux/amd64)")
-    build.add_argument("--base-image", help="BASE_IMAGE (default python:3.12-slim, or the offline base)")
-    build.add_argument(
-        "--build-arg",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a build argument, again for each (container_kit/Dockerfile: PACKAGE=tts, ...)",
-    )
+    _add_build(sub)
     for name, help_text in (
         ("down", "stop a detached emulator"),
         ("status", "endpoints, agent runtimes, replicas, events"),

@@ -11,9 +11,10 @@ alone (its image carries just those files); `emulator` runs `tts` and `agent` as
 neither; `deploy` reads `agent.config` and no more of the agent; the development tools sit on top:
 `tools` (the client tools: demo, listener, client session loop, ASR judge, fidelity) may use the shipped
 packages, `local_stack` those and `tools`, `benchmarks` those and `local_stack`. Shipped packages import
-no test or development tool, and their images carry none (`COPY` lines). Inside `tts`, `emulator` and
-`deploy`, layers point down only (`LAYERS`), and rooms on one floor that must stay apart (`APART`) never
-import each other. Each shared fact is defined in `facts.py` alone.
+no test or development tool, and their images carry none (`COPY` lines: tests/test_house_images.py).
+Inside `container_kit`, `tts`, `emulator` and `deploy`, layers point down only (`LAYERS`), and rooms on
+one floor that must stay apart (`APART`) never import each other. Each shared fact is defined in
+`facts.py` alone (tests/test_house_facts.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.dockerfiles import builds_of
 from tests.support.paths import REPO
 
 SHARED = ("facts",)
@@ -373,160 +373,4 @@ def test_the_llm_room_has_no_wire():
         for target in targets
         if within(target, ("emulator.wire", "emulator.services", "emulator.controller"))
     ]
-    assert not wrong, "\n".join(wrong)
-
-
-# The product's shared facts (facts.py): each is assigned there and nowhere else, by its name or by its
-# value (a constant, a default, a dict value, a keyword's default). Tests aside: they may spell a value out.
-FACT_NAMES = ("SAMPLE_RATE", "CHANNELS", "PCM_BYTES_PER_S", "AUDIO_FORMATS", "MEDIA_TYPES", "DEFAULT_VOICE")
-FACT_NAMES += ("TTS_ENDPOINT", "MODES", "STT_SAMPLE_RATE", "STT_PCM_BYTES_PER_S", "STT_ENDPOINT")
-FACT_VALUES = (
-    24_000,
-    48_000,
-    16_000,
-    32_000,
-    "whisper-stt",
-    "jm_kumo",
-    "kokoro-82m",
-    ("pcm", "wav", "mp3", "aac", "opus"),
-    ("bidi", "batch"),
-)
-
-
-def literal(node: ast.expr | None) -> object:
-    try:
-        return ast.literal_eval(node) if node is not None else None
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-
-
-def defined_facts(path: Path) -> Iterator[tuple[int, str]]:
-    """(line, fact) for every assignment in `path` of a fact's name or of a fact's value."""
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        targets: list[ast.expr] = []
-        values: list[ast.expr | None] = []
-        if isinstance(node, ast.Assign):
-            targets, values = node.targets, [node.value]
-        elif isinstance(node, ast.AnnAssign):
-            targets, values = [node.target], [node.value]
-        elif isinstance(node, ast.Dict):
-            values = list(node.values)
-        elif isinstance(node, ast.arguments):
-            values = [*node.defaults, *node.kw_defaults]
-        elif isinstance(node, ast.keyword):
-            values = [node.value]
-        for target in targets:
-            if isinstance(target, ast.Name) and target.id in FACT_NAMES:
-                yield node.lineno, target.id
-        for value in values:
-            constant = literal(value)
-            if isinstance(constant, list):
-                constant = tuple(constant)
-            if value is not None and not isinstance(constant, bool) and constant in FACT_VALUES:
-                yield value.lineno, repr(constant)
-
-
-def test_each_shared_fact_is_defined_once_in_facts():
-    wrong = [
-        f"{path.relative_to(REPO)}:{line} defines {fact}"
-        for name, path in modules().items()
-        if name not in SHARED
-        for line, fact in defined_facts(path)
-    ]
-    assert not wrong, "\n".join(wrong)
-    assert {fact for _, fact in defined_facts(REPO / "facts.py")} >= set(FACT_NAMES)
-
-
-def test_the_facts_rule_sees_every_way_of_defining_one(tmp_path: Path):
-    source = tmp_path / "m.py"
-    source.write_text(
-        'SAMPLE_RATE = 16\nrate: int = 24_000\nvoices = {"x": "jm_kumo"}\n'
-        'def f(endpoint="kokoro-82m"): ...\ng(formats=["pcm", "wav", "mp3", "aac", "opus"])\n'
-        'unrelated = ("bidi", "stream")\n'
-    )
-    assert [line for line, _ in defined_facts(source)] == [1, 2, 3, 4, 5]
-
-
-IMAGE_TOOLS = ("tools", "tests", "benchmarks", "local_stack")
-
-
-def dockerfiles() -> list[Path]:
-    return sorted(
-        path
-        for pattern in ("Dockerfile*", "*.Dockerfile")
-        for path in REPO.rglob(pattern)
-        if not path.relative_to(REPO).parts[0].startswith(".")
-    )
-
-
-def copied_sources(dockerfile: Path) -> Iterator[str]:
-    """The repository paths each `COPY` line of `dockerfile` sends into the image (`--from` stages
-    copy from another stage, not from the repository), for each way it is built (`builds_of`: the kit's
-    Dockerfile copies `${PACKAGE}` as the package each image names)."""
-    for build in builds_of(dockerfile):
-        yield from _copied(build.text())
-
-
-def _copied(text: str) -> Iterator[str]:
-    for line in text.splitlines():
-        words = line.split()
-        if not words or words[0].upper() not in ("COPY", "ADD"):
-            continue
-        flags = [w for w in words[1:] if w.startswith("--")]
-        if any(flag.startswith("--from") for flag in flags):
-            continue
-        yield from [w for w in words[1:] if not w.startswith("--")][:-1]
-
-
-def test_the_images_carry_no_tool():
-    assert len(dockerfiles()) >= 4, dockerfiles()
-    wrong = []
-    for dockerfile in dockerfiles():
-        for source in copied_sources(dockerfile):
-            top = source.strip("/").split("/")[0]
-            if top in IMAGE_TOOLS or top in (".", ""):
-                wrong.append(f"{dockerfile.relative_to(REPO)} copies {source}")
-            elif not (REPO / source).exists():
-                wrong.append(f"{dockerfile.relative_to(REPO)} copies {source}, which does not exist")
-    assert not wrong, "\n".join(wrong)
-
-
-def test_the_containers_share_the_kit_and_their_images_copy_it():
-    """tts and stt are built from container_kit (each imports it), and every image that copies code
-    importing the kit copies the kit too, for every way it is built."""
-    for room in ("tts", "stt"):
-        assert any(within(t, ("container_kit",)) for n, ts in GRAPH.items() if within(n, (room,)) for t in ts)
-    wrong = []
-    for dockerfile in dockerfiles():
-        for build in builds_of(dockerfile):
-            sources = [REPO / source for source in _copied(build.text())]
-            if REPO / "container_kit" in sources:
-                continue
-            for path in sources:
-                files = (
-                    [path] if path.suffix == ".py" else sorted(path.rglob("*.py")) if path.is_dir() else []
-                )
-                wrong += [
-                    f"{build} copies {module_name(file)}, which imports the kit, and not container_kit"
-                    for file in files
-                    if any(within(target, ("container_kit",)) for target in GRAPH[module_name(file)])
-                ]
-    assert not wrong, "\n".join(wrong)
-
-
-def test_what_the_agent_image_copies_imports_nothing_it_does_not_copy():
-    """The agent image copies a few files of `tts` (and `facts.py`) beside the agent: those files, and
-    their packages' `__init__.py`, must import nothing of ours that the image lacks."""
-    copied = {
-        module_name(path)
-        for source in copied_sources(REPO / "agent" / "Dockerfile")
-        if (path := REPO / source).suffix == ".py"
-    }
-    wrong = [
-        f"{name} imports {target}, which agent/Dockerfile does not copy"
-        for name in sorted(copied)
-        for target in GRAPH[name]
-        if not within(target, ("agent",)) and target not in copied and target.rpartition(".")[0] not in copied
-    ]
-    assert {"facts", "tts.wire.sse", "tts.text.speech_text", "tts.wire", "tts.text"} <= copied, copied
     assert not wrong, "\n".join(wrong)

@@ -79,6 +79,17 @@ def _build_images(config: EmulatorConfig, manifest_path: str, *, build: bool) ->
         print(f"# built {', '.join(built)}", file=sys.stderr, flush=True)
 
 
+def _build_args(pairs: list[str]) -> dict[str, str]:
+    """`NAME=VALUE` strings (`--build-arg`, as docker build takes them) -> {NAME: VALUE}."""
+    arguments = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        if not equals or not name:
+            raise CliError(f"--build-arg takes NAME=VALUE, got {pair!r}")
+        arguments[name] = value
+    return arguments
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     """Build `--tag` from `--dockerfile` on the offline-capable base, as `up` builds its images."""
     from emulator.images import ImageBuildError, docker_client
@@ -89,13 +100,14 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr, flush=True)
 
     try:
+        request = BuildRequest(args.tag, args.dockerfile, _build_args(args.build_arg))
         client = docker_client()
         # The builder has no cross-platform stage (no buildx here): an image for another CPU is refused.
         engine = ENGINE_PLATFORMS.get(client.info().get("Architecture", ""), "unknown")
         if args.platform and args.platform != engine:
             raise CliError(f"cannot build {args.platform} on this {engine} Docker engine")
         base = resolve_base(client, args.base_image or _config(args).base_image, progress)
-        build_image(client, BuildRequest(args.tag, args.dockerfile), base, progress)
+        build_image(client, request, base, progress)
     except ImageBuildError as exc:
         raise CliError(str(exc)) from exc
     return 0
@@ -152,6 +164,22 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_build(sub: argparse._SubParsersAction) -> None:
+    """`build`: one image from one Dockerfile, as `up` builds them."""
+    build = sub.add_parser("build", help="build one image from a Dockerfile of this repository")
+    build.add_argument("--dockerfile", required=True, help="relative to the repository root (the context)")
+    build.add_argument("--tag", required=True, help="the image name to give it")
+    build.add_argument("--platform", help="refuse unless the engine builds this platform (linux/amd64)")
+    build.add_argument("--base-image", help="BASE_IMAGE (default python:3.12-slim, or the offline base)")
+    build.add_argument(
+        "--build-arg",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a build argument, again for each (container_kit/Dockerfile: PACKAGE=tts, ...)",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m emulator", description="Local SageMaker (and Bedrock) emulator."
@@ -169,11 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--base-image", help="docker: BASE_IMAGE of the images built (default python:3.12-slim)")
     up.add_argument("--http-port", type=int)
     up.add_argument("--h2-port", type=int)
-    build = sub.add_parser("build", help="build one image from a Dockerfile of this repository")
-    build.add_argument("--dockerfile", required=True, help="relative to the repository root (the context)")
-    build.add_argument("--tag", required=True, help="the image name to give it")
-    build.add_argument("--platform", help="refuse unless the engine builds this platform (linux/amd64)")
-    build.add_argument("--base-image", help="BASE_IMAGE (default python:3.12-slim, or the offline base)")
+    _add_build(sub)
     for name, help_text in (
         ("down", "stop a detached emulator"),
         ("status", "endpoints, agent runtimes, replicas, events"),

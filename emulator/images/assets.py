@@ -13,6 +13,7 @@ import docker.errors
 from emulator.images import docker_client, image_exists
 from emulator.images.base import resolve_base
 from emulator.images.build import BuildRequest, build_image
+from emulator.services.cloudformation.control import ImageAsset
 
 REPOSITORY = "voice-agent-aws-rehearsal"
 
@@ -32,16 +33,16 @@ class DockerImageAssets:
         self.base_image = base_image
         """The base every Dockerfile starts from (`EmulatorConfig.base_image`; a local one when offline)."""
 
-    def build(self, dockerfile: str, asset_hash: str, progress: Callable[[str], None]) -> str:
-        """The asset's local tag, built unless the engine has it already."""
-        tag = image_tag(dockerfile, asset_hash)
+    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> str:
+        """The asset's local tag, built (with its build arguments) unless the engine has it already; the
+        asset's hash covers its build arguments, so the tag does too."""
+        tag = image_tag(asset.dockerfile, asset.hash)
         client = docker_client()
         if image_exists(client, tag):
             progress(f"image {tag} already built")
             return tag
-        build_image(
-            client, BuildRequest(tag, dockerfile), resolve_base(client, self.base_image, progress), progress
-        )
+        request = BuildRequest(tag, asset.dockerfile, dict(asset.build_args))
+        build_image(client, request, resolve_base(client, self.base_image, progress), progress)
         return tag
 
     def remove(self, tag: str) -> bool:

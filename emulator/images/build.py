@@ -10,7 +10,7 @@ import os
 import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -40,9 +40,17 @@ class BuildRequest:
     dockerfile: str
     """Relative to the repository root (the build context), and inside it: a manifest or a template
     names it, and a build reads it and sends its directory's neighbours."""
+    build_args: Mapping[str, str] = field(default_factory=dict)
+    """The Dockerfile's build arguments (`ImageSpec.build_args`, an image asset's `dockerBuildArgs`);
+    BASE_IMAGE is the builder's own (`base.resolve_base`), never one of them."""
 
     def __post_init__(self) -> None:
         repository_file(self.dockerfile)
+        if "BASE_IMAGE" in self.build_args:
+            raise ImageBuildError(
+                f"{self.dockerfile}: BASE_IMAGE is the builder's to choose (EMULATOR_BASE_IMAGE, "
+                "--base-image), not a build argument"
+            )
 
 
 def repository_file(dockerfile: str) -> Path:
@@ -64,10 +72,13 @@ def _context_files(dockerfile: str) -> list[str]:
     return files
 
 
-def source_hash(dockerfile: str) -> str:
-    """The hash of what a build of `dockerfile` would send (file names and contents)."""
+def source_hash(dockerfile: str, build_args: Mapping[str, str] | None = None) -> str:
+    """The hash of what a build of `dockerfile` would send (file names and contents) and of its build
+    arguments (one Dockerfile builds several images)."""
     repository_file(dockerfile)
     digest = hashlib.sha256()
+    for name, value in sorted((build_args or {}).items()):
+        digest.update(f"{name}={value}".encode() + b"\0")
     for name in _context_files(dockerfile):
         path = REPO / name
         if path.is_file() and not path.is_symlink():
@@ -93,7 +104,8 @@ def build_image(
     name = request.image.rsplit("/", 1)[-1]
     context = _context(request.dockerfile, build_config_files(env, pip_settings()))
     started = time.monotonic()
-    progress(f"[{name}] building {request.image} from {request.dockerfile} (base {base})")
+    arguments = "".join(f", {key}={value}" for key, value in request.build_args.items())
+    progress(f"[{name}] building {request.image} from {request.dockerfile} (base {base}{arguments})")
     last: list[str] = []
     try:
         with context:
@@ -102,8 +114,8 @@ def build_image(
                 custom_context=True,
                 dockerfile=request.dockerfile,
                 tag=request.image,
-                buildargs={"BASE_IMAGE": base, **proxy_build_args(env)},
-                labels={SOURCE_LABEL: source_hash(request.dockerfile)},
+                buildargs={**request.build_args, "BASE_IMAGE": base, **proxy_build_args(env)},
+                labels={SOURCE_LABEL: source_hash(request.dockerfile, request.build_args)},
                 network_mode="host",
                 rm=True,
                 forcerm=True,
@@ -134,7 +146,7 @@ def build_requests(images: Iterable[str], specs: Mapping[str, ImageSpec]) -> lis
                 f"image {image} is not present and no Dockerfile is known for it (buildable: {known}); "
                 f"build or pull it, or map it under `images:` with a `dockerfile:`"
             )
-        requests.append(BuildRequest(image, spec.dockerfile))
+        requests.append(BuildRequest(image, spec.dockerfile, spec.build_args))
     return requests
 
 
@@ -152,7 +164,7 @@ def stale_images(
         if spec is None or spec.dockerfile is None or not image_exists(client, image):
             continue
         labels = client.images.get(image).labels or {}
-        if labels.get(SOURCE_LABEL) != source_hash(spec.dockerfile):
+        if labels.get(SOURCE_LABEL) != source_hash(spec.dockerfile, spec.build_args):
             stale.append(image)
     return stale
 

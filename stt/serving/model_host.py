@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from container_kit import container
 from facts import STT_SAMPLE_RATE
 from stt.config import STTConfig
 from stt.engines.vad import SileroVad
@@ -54,12 +55,11 @@ def clip_windows(samples: np.ndarray) -> list[tuple[int, int]]:
 
 
 @dataclass
-class ModelHost:
+class ModelHost(container.ModelHost):
+    loading = "models are loading"
     config: STTConfig
     transcriber: Transcriber | None = None
     vad: SileroVad | None = None
-    load_error: str | None = None
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
     _turn: asyncio.Condition = field(default_factory=asyncio.Condition)
     _busy: bool = False
     _waiting: list[int] = field(default_factory=lambda: [0, 0, 0])

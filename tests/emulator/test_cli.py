@@ -42,6 +42,25 @@ def run(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedPro
     )
 
 
+def test_build_takes_build_arguments_as_docker_build_does(tmp_path: Path) -> None:
+    """`--build-arg NAME=VALUE`, refused before any engine is asked when it is not one."""
+    for wrong, said in (
+        ("PACKAGE", "--build-arg takes NAME=VALUE, got 'PACKAGE'"),
+        ("BASE_IMAGE=x", "BASE_IMAGE"),
+    ):
+        result = run(
+            tmp_path,
+            "build",
+            "--dockerfile",
+            "container_kit/Dockerfile",
+            "--tag",
+            "t:1",
+            "--build-arg",
+            wrong,
+        )
+        assert (result.returncode, said in result.stderr) == (1, True), result.stderr
+
+
 def test_env_without_a_running_emulator_fails_clearly(tmp_path: Path) -> None:
     result = run(tmp_path, "env")
     assert result.returncode == 1

@@ -8,11 +8,12 @@ same code as `python -m emulator up --runtime docker`, built once per test sessi
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import docker
 import pytest
@@ -29,6 +30,7 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
 
 TTS_IMAGE = "voice-agent-aws/kokoro-tts:latest"
+STT_IMAGE = "voice-agent-aws/whisper-stt:latest"
 ECHO_IMAGE = "voice-agent-aws/echo:latest"
 
 
@@ -72,3 +74,26 @@ def built_from(image: str, specs: Mapping[str, ImageSpec]) -> str:
 
 def docker_client() -> docker.DockerClient:
     return connect()
+
+
+@contextlib.contextmanager
+def serving(image: str, startup_s: float = 180) -> Iterator[str]:
+    """`image` started as SageMaker starts it (`docker run IMAGE serve`) on a loopback port, once its
+    `/ping` says 200: its URL."""
+    # testcontainers reads its settings when it is imported: after this module's os.environ lines.
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.wait_strategies import HttpWaitStrategy
+
+    container = (
+        DockerContainer(image)
+        .with_command("serve")
+        .waiting_for(HttpWaitStrategy(8080, "/ping").for_status_code(200).with_startup_timeout(startup_s))
+    )
+    container.ports["8080/tcp"] = ("127.0.0.1", None)  # loopback only (with_bind_ports takes no address)
+    with container:
+        yield f"http://127.0.0.1:{container.get_exposed_port(8080)}"
+
+
+def inside(image: str, code: str) -> list[bytes]:
+    """The words `python -c code` prints inside `image` (its entry point set aside)."""
+    return docker_client().containers.run(image, entrypoint=["python", "-c", code], remove=True).split()

@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
+from container_kit.errors import RequestError
 from tts.text.timings import TimedWords
 from tts.wire.protocol import MAX_SPEED, MIN_SPEED, Catalog, ProtocolError, Synthesize, synthesize_request
 
@@ -112,7 +113,7 @@ def parse_speech(obj: dict[str, object], catalog: Catalog) -> SpeechRequest:
     return SpeechRequest(synthesize_request(ours, catalog, ("binary",)), str(stream_format), captioned)
 
 
-def error_body(error: ProtocolError, status: int) -> dict[str, object]:
+def error_body(error: RequestError, status: int) -> dict[str, object]:
     """OpenAI's error envelope for one of our errors."""
     kind = "invalid_request_error" if status < 500 else "server_error"
     return {
@@ -133,7 +134,7 @@ def audio_done(characters: int, frames: int) -> dict[str, object]:
     }
 
 
-def stream_error(error: ProtocolError) -> dict[str, object]:
+def stream_error(error: RequestError) -> dict[str, object]:
     """A failure after the SSE stream began: an `error` event in OpenAI's envelope."""
     return {"type": "error", **error_body(error, 500)}
 

@@ -3,8 +3,9 @@
 - `CreateStack` takes the template as `TemplateBody` (JSON) or as `TemplateURL=file://<assembly>/
   <stack>.template.json`, the CDK's cloud assembly on this machine standing for what the CDK toolkit
   uploads to S3 and ECR: beside the template, `<stack>.assets.json` names the image assets (each built
-  from its Dockerfile by the emulator's image builder, `ImageAssets`, as the local tag that stands for
-  its ECR URI) and the staged file assets (`asset.<hash>` directories, which a BucketDeployment copies).
+  from its Dockerfile and build arguments by the emulator's image builder, `ImageAssets`, as the local
+  tag that stands for its ECR URI) and the staged file assets (`asset.<hash>` directories, which a
+  BucketDeployment copies).
   It answers at once (`CREATE_IN_PROGRESS`); the stack is made in the background, resource by
   resource in dependency order (template.py), each through the resource-type table (resources.py),
   each step a stack event. A resource that fails is `CREATE_FAILED` with the reason; what was made is
@@ -32,7 +33,8 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
@@ -79,10 +81,20 @@ class Peers(Protocol):
     def offers(self, service: str) -> bool: ...
 
 
+@dataclass(frozen=True)
+class ImageAsset:
+    """One image asset that `<stack>.assets.json` names: its Dockerfile (in the repository, the build
+    context), its hash, and its build arguments (the CDK's `dockerBuildArgs`)."""
+
+    dockerfile: str
+    hash: str
+    build_args: Mapping[str, str]
+
+
 class ImageAssets(Protocol):
     """Builds a stack's image assets as local tags, and removes them with the stack (a thread runs it)."""
 
-    def build(self, dockerfile: str, asset_hash: str, progress: Callable[[str], None]) -> str: ...
+    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> str: ...
 
     def remove(self, tag: str) -> bool: ...
 
@@ -357,11 +369,11 @@ class CloudFormation:
         for asset_hash, image in images.items():
             source = image["source"]
             dockerfile = source.get("dockerFile", "Dockerfile")
-            if source.get("dockerBuildArgs"):
-                raise TemplateError(
-                    f"{dockerfile} has build arguments {sorted(source['dockerBuildArgs'])}, which the "
-                    "emulator's image builder does not take (only BASE_IMAGE)"
-                )
+            build_args = source.get("dockerBuildArgs") or {}
+            if not isinstance(build_args, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in build_args.items()
+            ):
+                raise TemplateError(f"{dockerfile}: dockerBuildArgs must map names to strings")
             if source.get("platform"):
                 self._event(
                     stack,
@@ -374,7 +386,8 @@ class CloudFormation:
             def progress(line: str) -> None:
                 logger.info("%s: %s", stack.name, line)
 
-            tags[asset_hash] = await asyncio.to_thread(self.images.build, dockerfile, asset_hash, progress)
+            asset = ImageAsset(dockerfile, asset_hash, build_args)
+            tags[asset_hash] = await asyncio.to_thread(self.images.build, asset, progress)
             stack.images.append(tags[asset_hash])
             self._event(
                 stack, None, "CREATE_IN_PROGRESS", f"image asset {asset_hash[:12]} is {tags[asset_hash]}"

@@ -1,6 +1,11 @@
 """The local images that stand for a CloudFormation stack's image assets (what the CDK toolkit pushes
 to ECR): built from the asset's Dockerfile with the emulator's builder, named after it and the asset
-hash, and removed with the stack (emulator/services/cloudformation asks through its `ImageAssets`)."""
+hash, and removed with the stack (emulator/services/cloudformation asks through its `ImageAssets`).
+
+An asset that names a platform (the agent's linux/arm64) is built for it where the engine runs it
+(natively, or under QEMU: emulator/images/platforms.py), as AWS will run it; else, or when the stack
+asks for the engine's own platform (`deploy aws --target local --host-platform`), for the engine's own,
+labelled as standing in for it. Either way the stack's events say which, and why."""
 
 from __future__ import annotations
 
@@ -8,11 +13,13 @@ import contextlib
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
+import docker
 import docker.errors
 
+from emulator.controller.runtimes import ImagePlatform
 from emulator.images import docker_client, image_exists
-from emulator.images.base import resolve_base
-from emulator.images.build import BuildRequest, build_image
+from emulator.images.build import BuildRequest, base_for, build_image
+from emulator.images.platforms import cannot_run, engine_platform
 
 REPOSITORY = "voice-agent-aws-rehearsal"
 
@@ -32,17 +39,34 @@ class DockerImageAssets:
         self.base_image = base_image
         """The base every Dockerfile starts from (`EmulatorConfig.base_image`; a local one when offline)."""
 
-    def build(self, dockerfile: str, asset_hash: str, progress: Callable[[str], None]) -> str:
-        """The asset's local tag, built unless the engine has it already."""
-        tag = image_tag(dockerfile, asset_hash)
+    def build(
+        self,
+        dockerfile: str,
+        asset_hash: str,
+        platform: str | None,
+        progress: Callable[[str], None],
+        *,
+        host_platform: bool = False,
+    ) -> tuple[str, str | None]:
+        """The asset's local tag, built unless the engine has it for the platform chosen; with the
+        sentence that says what that platform is, when the asset names one."""
         client = docker_client()
-        if image_exists(client, tag):
-            progress(f"image {tag} already built")
-            return tag
-        build_image(
-            client, BuildRequest(tag, dockerfile), resolve_base(client, self.base_image, progress), progress
+        build = _choose(client, dockerfile, asset_hash, platform, host_platform)
+        if _built(client, build):
+            progress(f"image {build.image} already built")
+        else:
+            base = base_for(client, self.base_image, build.platform, progress)
+            build_image(client, build, base, progress)
+        if platform is None:
+            return build.image, None
+        if build.platform == platform:
+            return build.image, f"the image of {dockerfile} is {platform}, as on AWS"
+        own = engine_platform(client)
+        why = "as the stack asks (--host-platform)" if host_platform else cannot_run(client, platform)
+        return build.image, (
+            f"the image of {dockerfile} is {platform} on AWS; the emulator built it for its engine's {own} "
+            f"instead ({why})"
         )
-        return tag
 
     def remove(self, tag: str) -> bool:
         """Remove the tag; False when it is still there (a container uses it)."""
@@ -50,3 +74,21 @@ class DockerImageAssets:
         with contextlib.suppress(docker.errors.APIError):  # ImageNotFound included: gone already
             client.images.remove(tag)
         return not image_exists(client, tag)
+
+
+def _choose(
+    client: docker.DockerClient, dockerfile: str, asset_hash: str, platform: str | None, host_platform: bool
+) -> BuildRequest:
+    """Build for the asset's platform where the engine runs it, unless the stack asks for the engine's."""
+    tag = image_tag(dockerfile, asset_hash)
+    if platform is None or host_platform or cannot_run(client, platform) is not None:
+        return BuildRequest(tag, dockerfile, stands_in_for=platform)
+    return BuildRequest(tag, dockerfile, platform=platform)
+
+
+def _built(client: docker.DockerClient, build: BuildRequest) -> bool:
+    """The tag is there, built for the platform chosen (an earlier rehearsal may have chosen the other)."""
+    if not image_exists(client, build.image):
+        return False
+    found = ImagePlatform.from_inspect(client.api.inspect_image(build.image))
+    return found.platform == (build.platform or engine_platform(client))

@@ -27,7 +27,9 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from emulator.images import ImageBuildError, Progress, image_exists, quiet
+from emulator.controller.runtimes import ImagePlatform
+from emulator.images import ImageBuildError, Progress, quiet
+from emulator.images.platforms import engine_platform
 
 DEFAULT_BASE = "python:3.12-slim"
 LOCAL_BASE = "voice-agent-aws/python-base:3.12-bookworm"
@@ -53,7 +55,7 @@ BASE_CACHE = Path("~/.cache/voice-agent-aws/base-image")
 # Left out of the copied Python: 127 MB of its own tests, and whatever was pip-installed into it.
 _PYTHON_EXCLUDES = (f"python{PYTHON_SERIES}/test", f"python{PYTHON_SERIES}/site-packages")
 # The modules that load shared libraries, and a virtual environment with pip (what the Dockerfiles make).
-_SMOKE_TEST = (
+SMOKE_TEST = (
     "import ssl, ctypes, sqlite3, bz2, lzma, zlib, uuid, subprocess, venv; "
     "venv.create('/tmp/smoke-venv', with_pip=True); "
     "subprocess.run(['/tmp/smoke-venv/bin/python', '-c', 'import ssl, pip'], check=True)"
@@ -111,7 +113,7 @@ def _copy_python(python: Path, rootfs: Path) -> None:
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(python / "bin" / f"python{PYTHON_SERIES}")
     check = subprocess.run(  # as a user other than root, as the agent's image runs
-        ["chroot", "--userspec=1000:1000", str(rootfs), "/usr/local/bin/python3", "-c", _SMOKE_TEST],
+        ["chroot", "--userspec=1000:1000", str(rootfs), "/usr/local/bin/python3", "-c", SMOKE_TEST],
         capture_output=True,
         text=True,
         check=False,
@@ -191,13 +193,23 @@ def build_local_base(client: docker.DockerClient, progress: Progress = quiet) ->
     return LOCAL_BASE
 
 
+def present_for(client: docker.DockerClient, image: str, platform: str) -> bool:
+    """`image` is in the engine, built for `platform` (one tag holds one platform's image)."""
+    try:
+        return ImagePlatform.from_inspect(client.api.inspect_image(image)).platform == platform
+    except docker.errors.ImageNotFound:
+        return False
+
+
 def resolve_base(client: docker.DockerClient, wanted: str = DEFAULT_BASE, progress: Progress = quiet) -> str:
-    """`wanted` when present or pullable, else the local Debian base (built once, then reused)."""
-    if image_exists(client, wanted):
+    """`wanted` for the engine's platform when present or pullable, else the local Debian base (built
+    once, then reused). (linux/arm64 on an amd64 engine: arm64_base.py.)"""
+    platform = engine_platform(client)
+    if present_for(client, wanted, platform):
         return wanted
     repository, _, tag = wanted.partition(":")
     try:
-        client.images.pull(repository, tag=tag or "latest")
+        client.images.pull(repository, tag=tag or "latest", platform=platform)
         return wanted
     except docker.errors.APIError as exc:
         progress(f"cannot pull {wanted} ({exc.explanation or exc}); using a local Debian base")

@@ -57,6 +57,7 @@ from emulator.services.cloudformation.template import (
 )
 from emulator.wire.awserrors import AwsError
 from emulator.wire.awsjson import Operation
+from facts import HOST_PLATFORM, REHEARSAL_PLATFORM_TAG
 
 logger = logging.getLogger("emulator.cloudformation")
 
@@ -81,7 +82,17 @@ class Peers(Protocol):
 class ImageAssets(Protocol):
     """Builds a stack's image assets as local tags, and removes them with the stack (a thread runs it)."""
 
-    def build(self, dockerfile: str, asset_hash: str, progress: Callable[[str], None]) -> str: ...
+    def build(
+        self,
+        dockerfile: str,
+        asset_hash: str,
+        platform: str | None,
+        progress: Callable[[str], None],
+        *,
+        host_platform: bool = False,
+    ) -> tuple[str, str | None]:
+        """The asset's tag, built for `platform` (the asset's) where the engine runs it, unless
+        `host_platform`; and what was built for which platform, for the stack's events."""
 
     def remove(self, tag: str) -> bool: ...
 
@@ -368,19 +379,21 @@ class CloudFormation:
                     f"{dockerfile} has build arguments {sorted(source['dockerBuildArgs'])}, which the "
                     "emulator's image builder does not take (only BASE_IMAGE)"
                 )
-            if source.get("platform"):
-                self._event(
-                    stack,
-                    None,
-                    "CREATE_IN_PROGRESS",
-                    f"the image of {dockerfile} is {source['platform']} on AWS; the emulator builds and runs "
-                    "a build for its own Docker engine's platform instead",
-                )
 
             def progress(line: str) -> None:
                 logger.info("%s: %s", stack.name, line)
 
-            tags[asset_hash] = await asyncio.to_thread(self.images.build, dockerfile, asset_hash, progress)
+            host = stack.tags.get(REHEARSAL_PLATFORM_TAG) == HOST_PLATFORM
+            tags[asset_hash], platform = await asyncio.to_thread(
+                self.images.build,
+                dockerfile,
+                asset_hash,
+                source.get("platform"),
+                progress,
+                host_platform=host,
+            )
+            if platform:
+                self._event(stack, None, "CREATE_IN_PROGRESS", platform)
             stack.images.append(tags[asset_hash])
             self._event(
                 stack, None, "CREATE_IN_PROGRESS", f"image asset {asset_hash[:12]} is {tags[asset_hash]}"

@@ -203,9 +203,17 @@ class Builder:
     def __init__(self) -> None:
         self.built: list[str] = []
 
-    def build(self, dockerfile: str, asset_hash: str, progress: Callable[[str], None]) -> str:
+    def build(
+        self,
+        dockerfile: str,
+        asset_hash: str,
+        platform: str | None,
+        progress: Callable[[str], None],
+        *,
+        host_platform: bool = False,
+    ) -> tuple[str, str | None]:
         self.built.append(dockerfile)
-        return image_tag(dockerfile, asset_hash)
+        return image_tag(dockerfile, asset_hash), None
 
     def remove(self, tag: str) -> bool:
         return True

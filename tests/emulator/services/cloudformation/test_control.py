@@ -4,6 +4,8 @@ the app wires in), and a stack that does not exist is CloudFormation's Validatio
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from emulator.controller.store import AgentRuntime, Store
 from emulator.services.cloudformation.control import CloudFormation
 from emulator.services.cloudformation.resources import STACK_TAG
 from emulator.wire.awserrors import AwsError
+from facts import HOST_PLATFORM, REHEARSAL_PLATFORM_TAG
 
 ARN = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/voice_agent-abcdefghij"
 
@@ -65,3 +68,46 @@ def test_a_stack_that_does_not_exist_is_a_validation_error(body: dict[str, Any],
     assert raised.value.code == "ValidationError"
     assert cloudformation.DeleteStack({"StackName": "Nope"}) == {} and calls == []  # as on AWS
     assert cloudformation.DescribeStacks({}) == {"Stacks": []}  # no name: every live stack
+
+
+class Assets:
+    """What the stack asked the image builder for: each asset's platform and whether the host's instead."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str | None, bool]] = []
+
+    def build(
+        self, dockerfile: str, asset_hash: str, platform: str | None, progress: Any, *, host_platform: bool
+    ) -> tuple[str, str | None]:
+        self.asked.append((dockerfile, platform, host_platform))
+        return f"rehearsal/agent:{asset_hash}", f"built {dockerfile} (host: {host_platform})"
+
+    def remove(self, tag: str) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("tags", [[], [{"Key": REHEARSAL_PLATFORM_TAG, "Value": HOST_PLATFORM}]])
+async def test_an_assets_platform_reaches_the_builder_and_the_stacks_tag_can_ask_for_the_hosts(
+    tmp_path: Path, tags: list[dict[str, str]]
+):
+    """`deploy aws --target local --host-platform` tags its stacks; without the tag the agent's asset is
+    built for the linux/arm64 its manifest names (where the engine runs it: emulator/images/assets.py)."""
+    (tmp_path / "Agent.template.json").write_text(
+        json.dumps({"Resources": {"T": {"Type": "AWS::SNS::Topic"}}})
+    )
+    source = {"directory": ".", "dockerFile": "agent/Dockerfile", "platform": "linux/arm64"}
+    (tmp_path / "Agent.assets.json").write_text(json.dumps({"dockerImages": {"abc123": {"source": source}}}))
+    assets = Assets()
+    peers = stacks()[0].peers  # answers every call with nothing
+    cloudformation = CloudFormation(EmulatorConfig(home=tmp_path / "home"), Store(), peers, assets)  # type: ignore[arg-type]
+    url = (tmp_path / "Agent.template.json").as_uri()
+    stack_id = cloudformation.CreateStack({"StackName": "Agent", "TemplateURL": url, "Tags": tags})["StackId"]
+    await cloudformation.store.stacks[stack_id].task
+    host = bool(tags)
+    assert assets.asked == [("agent/Dockerfile", "linux/arm64", host)]
+    reasons = [
+        e["ResourceStatusReason"]
+        for e in cloudformation.DescribeStackEvents({"StackName": "Agent"})["StackEvents"]
+        if e.get("ResourceStatusReason")
+    ]
+    assert f"built agent/Dockerfile (host: {host})" in reasons

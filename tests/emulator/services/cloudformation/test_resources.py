@@ -65,8 +65,16 @@ class Recorder:
 class TagsWithoutBuilding:
     """Names each image asset as the emulator's builder would, without building it."""
 
-    def build(self, dockerfile: str, asset_hash: str, progress: Callable[[str], None]) -> str:
-        return image_tag(dockerfile, asset_hash)
+    def build(
+        self,
+        dockerfile: str,
+        asset_hash: str,
+        platform: str | None,
+        progress: Callable[[str], None],
+        *,
+        host_platform: bool = False,
+    ) -> tuple[str, str | None]:
+        return image_tag(dockerfile, asset_hash), None
 
     def remove(self, tag: str) -> bool:
         return True

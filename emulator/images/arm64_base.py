@@ -23,7 +23,6 @@ import hashlib
 import io
 import os
 import shutil
-import subprocess
 import tarfile
 import tempfile
 import time
@@ -34,7 +33,14 @@ import docker.errors
 
 from emulator.controller.runtimes import ImagePlatform
 from emulator.images import ImageBuildError, Progress, quiet
-from emulator.images.base import BASE_CACHE, DEBIAN_MIRROR, LOCAL_BASE_LABEL, SMOKE_TEST, present_for
+from emulator.images.base import (
+    BASE_CACHE,
+    DEBIAN_MIRROR,
+    LOCAL_BASE_LABEL,
+    SMOKE_TEST,
+    bootstrap,
+    pulled_or_local,
+)
 from emulator.images.platforms import SETUP_HINT, emulation_missing
 
 PLATFORM = "linux/arm64"
@@ -85,19 +91,18 @@ def _rootfs_tarball(progress: Progress) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="arm64-rootfs-", dir=cache) as tmp:
         partial = Path(tmp) / "rootfs.tar"
-        argv = [
-            mmdebstrap,
-            "--architectures=arm64",
-            "--variant=minbase",
-            f"--include={','.join(PACKAGES)}",
-            SUITE,
-            str(partial),
-            DEBIAN_MIRROR,
-        ]
-        result = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-10:])
-            raise ImageBuildError(f"mmdebstrap failed (status {result.returncode}):\n{tail}")
+        include = f"--include={','.join(PACKAGES)}"
+        bootstrap(
+            [
+                mmdebstrap,
+                "--architectures=arm64",
+                "--variant=minbase",
+                include,
+                SUITE,
+                str(partial),
+                DEBIAN_MIRROR,
+            ]
+        )
         partial.replace(tarball)
     return tarball
 
@@ -142,12 +147,8 @@ def build_arm64_base(client: docker.DockerClient, progress: Progress = quiet) ->
 
 def resolve_arm64_base(client: docker.DockerClient, wanted: str, progress: Progress = quiet) -> str:
     """`wanted` for linux/arm64 when present or pullable, else ARM64_BASE (made once, then reused)."""
-    if present_for(client, wanted, PLATFORM):
-        return wanted
-    repository, _, tag = wanted.partition(":")
-    try:
-        client.images.pull(repository, tag=tag or "latest", platform=PLATFORM)
-        return wanted
-    except docker.errors.APIError as exc:
-        progress(f"cannot pull {wanted} for {PLATFORM} ({exc.explanation or exc}); using a local Debian base")
-    return ARM64_BASE if is_current(client) else build_arm64_base(client, progress)
+
+    def local() -> str:
+        return ARM64_BASE if is_current(client) else build_arm64_base(client, progress)
+
+    return pulled_or_local(client, wanted, PLATFORM, progress, local)

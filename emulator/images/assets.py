@@ -20,6 +20,7 @@ from emulator.controller.runtimes import ImagePlatform
 from emulator.images import docker_client, image_exists
 from emulator.images.build import BuildRequest, base_for, build_image
 from emulator.images.platforms import cannot_run, engine_platform
+from emulator.services.cloudformation.control import ImageAsset
 
 REPOSITORY = "voice-agent-aws-rehearsal"
 
@@ -39,33 +40,29 @@ class DockerImageAssets:
         self.base_image = base_image
         """The base every Dockerfile starts from (`EmulatorConfig.base_image`; a local one when offline)."""
 
-    def build(
-        self,
-        dockerfile: str,
-        asset_hash: str,
-        platform: str | None,
-        progress: Callable[[str], None],
-        *,
-        host_platform: bool = False,
-    ) -> tuple[str, str | None]:
+    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> tuple[str, str | None]:
         """The asset's local tag, built unless the engine has it for the platform chosen; with the
         sentence that says what that platform is, when the asset names one."""
         client = docker_client()
-        build = _choose(client, dockerfile, asset_hash, platform, host_platform)
+        build = _choose(client, asset)
         if _built(client, build):
             progress(f"image {build.image} already built")
         else:
             base = base_for(client, self.base_image, build.platform, progress)
             build_image(client, build, base, progress)
-        if platform is None:
+        if asset.platform is None:
             return build.image, None
-        if build.platform == platform:
-            return build.image, f"the image of {dockerfile} is {platform}, as on AWS"
+        if build.platform == asset.platform:
+            return build.image, f"the image of {asset.dockerfile} is {asset.platform}, as on AWS"
         own = engine_platform(client)
-        why = "as the stack asks (--host-platform)" if host_platform else cannot_run(client, platform)
+        why = (
+            "as the stack asks: --host-platform"
+            if asset.host_platform
+            else cannot_run(client, asset.platform)
+        )
         return build.image, (
-            f"the image of {dockerfile} is {platform} on AWS; the emulator built it for its engine's {own} "
-            f"instead ({why})"
+            f"the image of {asset.dockerfile} is {asset.platform} on AWS; the emulator built it for its "
+            f"engine's {own} instead ({why})"
         )
 
     def remove(self, tag: str) -> bool:
@@ -76,14 +73,13 @@ class DockerImageAssets:
         return not image_exists(client, tag)
 
 
-def _choose(
-    client: docker.DockerClient, dockerfile: str, asset_hash: str, platform: str | None, host_platform: bool
-) -> BuildRequest:
+def _choose(client: docker.DockerClient, asset: ImageAsset) -> BuildRequest:
     """Build for the asset's platform where the engine runs it, unless the stack asks for the engine's."""
-    tag = image_tag(dockerfile, asset_hash)
-    if platform is None or host_platform or cannot_run(client, platform) is not None:
-        return BuildRequest(tag, dockerfile, stands_in_for=platform)
-    return BuildRequest(tag, dockerfile, platform=platform)
+    tag = image_tag(asset.dockerfile, asset.asset_hash)
+    platform = asset.platform
+    if platform is None or asset.host_platform or cannot_run(client, platform) is not None:
+        return BuildRequest(tag, asset.dockerfile, stands_in_for=platform)
+    return BuildRequest(tag, asset.dockerfile, platform=platform)
 
 
 def _built(client: docker.DockerClient, build: BuildRequest) -> bool:

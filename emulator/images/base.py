@@ -22,6 +22,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
@@ -125,6 +126,14 @@ def _copy_python(python: Path, rootfs: Path) -> None:
         )
 
 
+def bootstrap(argv: list[str]) -> None:
+    """Run a root-filesystem maker (debootstrap, mmdebstrap); ImageBuildError with its last lines."""
+    result = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-10:])
+        raise ImageBuildError(f"{Path(argv[0]).name} failed (status {result.returncode}):\n{tail}")
+
+
 def _local_base_is_current(client: docker.DockerClient) -> bool:
     try:
         labels = client.images.get(LOCAL_BASE).labels or {}
@@ -152,18 +161,8 @@ def _rootfs_tarball(progress: Progress) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="base-rootfs-", dir=cache) as tmp:
         rootfs = Path(tmp) / "rootfs"
-        argv = [
-            debootstrap,
-            "--variant=minbase",
-            f"--include={','.join(DEBIAN_PACKAGES)}",
-            DEBIAN_SUITE,
-            str(rootfs),
-            DEBIAN_MIRROR,
-        ]
-        result = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-10:])
-            raise ImageBuildError(f"debootstrap failed (status {result.returncode}):\n{tail}")
+        include = f"--include={','.join(DEBIAN_PACKAGES)}"
+        bootstrap([debootstrap, "--variant=minbase", include, DEBIAN_SUITE, str(rootfs), DEBIAN_MIRROR])
         _copy_python(machine_python(), rootfs)
         for cached in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for item in (rootfs / cached).glob("*"):
@@ -201,10 +200,10 @@ def present_for(client: docker.DockerClient, image: str, platform: str) -> bool:
         return False
 
 
-def resolve_base(client: docker.DockerClient, wanted: str = DEFAULT_BASE, progress: Progress = quiet) -> str:
-    """`wanted` for the engine's platform when present or pullable, else the local Debian base (built
-    once, then reused). (linux/arm64 on an amd64 engine: arm64_base.py.)"""
-    platform = engine_platform(client)
+def pulled_or_local(
+    client: docker.DockerClient, wanted: str, platform: str, progress: Progress, local: Callable[[], str]
+) -> str:
+    """`wanted` for `platform` when present or pullable, else `local()`: a local base, made once."""
     if present_for(client, wanted, platform):
         return wanted
     repository, _, tag = wanted.partition(":")
@@ -212,7 +211,15 @@ def resolve_base(client: docker.DockerClient, wanted: str = DEFAULT_BASE, progre
         client.images.pull(repository, tag=tag or "latest", platform=platform)
         return wanted
     except docker.errors.APIError as exc:
-        progress(f"cannot pull {wanted} ({exc.explanation or exc}); using a local Debian base")
-    if _local_base_is_current(client):
-        return LOCAL_BASE
-    return build_local_base(client, progress)
+        progress(f"cannot pull {wanted} for {platform} ({exc.explanation or exc}); using a local Debian base")
+    return local()
+
+
+def resolve_base(client: docker.DockerClient, wanted: str = DEFAULT_BASE, progress: Progress = quiet) -> str:
+    """`wanted` for the engine's platform when present or pullable, else the local Debian base (built
+    once, then reused). (linux/arm64 on an amd64 engine: arm64_base.py.)"""
+
+    def local() -> str:
+        return LOCAL_BASE if _local_base_is_current(client) else build_local_base(client, progress)
+
+    return pulled_or_local(client, wanted, engine_platform(client), progress, local)

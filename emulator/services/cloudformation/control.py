@@ -33,6 +33,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
@@ -79,20 +80,24 @@ class Peers(Protocol):
     def offers(self, service: str) -> bool: ...
 
 
+@dataclass(frozen=True)
+class ImageAsset:
+    """An image asset of `<stack>.assets.json`, and whether the stack asks for the engine's platform."""
+
+    dockerfile: str
+    asset_hash: str
+    platform: str | None
+    """The platform the asset names (the agent's linux/arm64), None for the builder's own."""
+    host_platform: bool = False
+    """The stack's REHEARSAL_PLATFORM_TAG asks for the engine's own platform instead (faster)."""
+
+
 class ImageAssets(Protocol):
     """Builds a stack's image assets as local tags, and removes them with the stack (a thread runs it)."""
 
-    def build(
-        self,
-        dockerfile: str,
-        asset_hash: str,
-        platform: str | None,
-        progress: Callable[[str], None],
-        *,
-        host_platform: bool = False,
-    ) -> tuple[str, str | None]:
-        """The asset's tag, built for `platform` (the asset's) where the engine runs it, unless
-        `host_platform`; and what was built for which platform, for the stack's events."""
+    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> tuple[str, str | None]:
+        """The asset's tag; and the sentence for the stack's events that says what platform it was built
+        for, when the asset names one."""
 
     def remove(self, tag: str) -> bool: ...
 
@@ -384,14 +389,8 @@ class CloudFormation:
                 logger.info("%s: %s", stack.name, line)
 
             host = stack.tags.get(REHEARSAL_PLATFORM_TAG) == HOST_PLATFORM
-            tags[asset_hash], platform = await asyncio.to_thread(
-                self.images.build,
-                dockerfile,
-                asset_hash,
-                source.get("platform"),
-                progress,
-                host_platform=host,
-            )
+            asset = ImageAsset(dockerfile, asset_hash, source.get("platform"), host)
+            tags[asset_hash], platform = await asyncio.to_thread(self.images.build, asset, progress)
             if platform:
                 self._event(stack, None, "CREATE_IN_PROGRESS", platform)
             stack.images.append(tags[asset_hash])

@@ -25,7 +25,7 @@ from deploy.stacks.base import ENDPOINT_INVOKE_ACTIONS
 from emulator.config import EmulatorConfig
 from emulator.controller.store import Store
 from emulator.images.assets import image_tag
-from emulator.services.cloudformation.control import CloudFormation
+from emulator.services.cloudformation.control import CloudFormation, ImageAsset
 from tests.deploy.assembly import Assembly, render, statements, synthesize
 from tests.deploy.conftest import ACCOUNT, REGION, image_uris_config, kokoro_stand_in
 
@@ -203,17 +203,9 @@ class Builder:
     def __init__(self) -> None:
         self.built: list[str] = []
 
-    def build(
-        self,
-        dockerfile: str,
-        asset_hash: str,
-        platform: str | None,
-        progress: Callable[[str], None],
-        *,
-        host_platform: bool = False,
-    ) -> tuple[str, str | None]:
-        self.built.append(dockerfile)
-        return image_tag(dockerfile, asset_hash), None
+    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> tuple[str, str | None]:
+        self.built.append(asset.dockerfile)
+        return image_tag(asset.dockerfile, asset.asset_hash), None
 
     def remove(self, tag: str) -> bool:
         return True

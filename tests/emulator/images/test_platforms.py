@@ -11,6 +11,7 @@ import pytest
 
 from emulator.images import assets, platforms
 from emulator.images.platforms import emulation_missing
+from emulator.services.cloudformation.control import ImageAsset
 
 ENTRY = "enabled\ninterpreter /usr/libexec/qemu-binfmt/aarch64-binfmt-P\nflags: {flags}\noffset 0\n"
 
@@ -71,11 +72,12 @@ def test_the_rehearsal_builds_the_agent_for_arm64_where_the_engine_runs_it(
 ):
     monkeypatch.setattr(platforms, "emulation_missing", lambda platform: missing)
     monkeypatch.delenv("DOCKER_HOST", raising=False)
-    chosen = assets._choose(Engine(engine), "agent/Dockerfile", "f" * 64, "linux/arm64", host)  # type: ignore[arg-type]
+    asset = ImageAsset("agent/Dockerfile", "f" * 64, "linux/arm64", host)
+    chosen = assets._choose(Engine(engine), asset)  # type: ignore[arg-type]
     assert (chosen.platform, chosen.stands_in_for) == (built_for, stands_in_for)
     assert chosen.image == "voice-agent-aws-rehearsal/agent:" + "f" * 16
 
 
 def test_an_asset_without_a_platform_is_built_for_the_engine():
-    chosen = assets._choose(Engine("x86_64"), "tts/Dockerfile.gpu", "a" * 64, None, False)  # type: ignore[arg-type]
+    chosen = assets._choose(Engine("x86_64"), ImageAsset("tts/Dockerfile.gpu", "a" * 64, None))  # type: ignore[arg-type]
     assert (chosen.platform, chosen.stands_in_for) == (None, None)

@@ -12,7 +12,7 @@ import pytest
 
 from emulator.config import EmulatorConfig
 from emulator.controller.store import AgentRuntime, Store
-from emulator.services.cloudformation.control import CloudFormation
+from emulator.services.cloudformation.control import CloudFormation, ImageAsset
 from emulator.services.cloudformation.resources import STACK_TAG
 from emulator.wire.awserrors import AwsError
 from facts import HOST_PLATFORM, REHEARSAL_PLATFORM_TAG
@@ -76,11 +76,12 @@ class Assets:
     def __init__(self) -> None:
         self.asked: list[tuple[str, str | None, bool]] = []
 
-    def build(
-        self, dockerfile: str, asset_hash: str, platform: str | None, progress: Any, *, host_platform: bool
-    ) -> tuple[str, str | None]:
-        self.asked.append((dockerfile, platform, host_platform))
-        return f"rehearsal/agent:{asset_hash}", f"built {dockerfile} (host: {host_platform})"
+    def build(self, asset: ImageAsset, progress: Any) -> tuple[str, str | None]:
+        self.asked.append((asset.dockerfile, asset.platform, asset.host_platform))
+        return (
+            f"rehearsal/agent:{asset.asset_hash}",
+            f"built {asset.dockerfile} (host: {asset.host_platform})",
+        )
 
     def remove(self, tag: str) -> bool:
         return True

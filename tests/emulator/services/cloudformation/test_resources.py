@@ -16,7 +16,7 @@ from deploy.config import DeployConfig
 from emulator.config import EmulatorConfig
 from emulator.controller.store import Store
 from emulator.images.assets import image_tag
-from emulator.services.cloudformation.control import CloudFormation
+from emulator.services.cloudformation.control import CloudFormation, ImageAsset
 from emulator.services.cloudformation.resources import STACK_TAG
 from emulator.services.cloudwatch.control import CloudWatchControl
 from emulator.services.cloudwatch.runtime import Metrics
@@ -65,16 +65,8 @@ class Recorder:
 class TagsWithoutBuilding:
     """Names each image asset as the emulator's builder would, without building it."""
 
-    def build(
-        self,
-        dockerfile: str,
-        asset_hash: str,
-        platform: str | None,
-        progress: Callable[[str], None],
-        *,
-        host_platform: bool = False,
-    ) -> tuple[str, str | None]:
-        return image_tag(dockerfile, asset_hash), None
+    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> tuple[str, str | None]:
+        return image_tag(asset.dockerfile, asset.asset_hash), None
 
     def remove(self, tag: str) -> bool:
         return True

@@ -54,6 +54,7 @@ def parser() -> argparse.ArgumentParser:
         "--price-per-hour", type=float, help="USD per instance hour (default: us-east-1 on-demand, if listed)"
     )
     planned.add_argument("--json", action="store_true", help="the plan as one JSON object")
+    flags.add_rehearsal(aws)
     for command in (aws, synth, destroy, status):
         flags.add_common(command)
     return root

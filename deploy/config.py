@@ -174,12 +174,18 @@ class DeployConfig:
     """Open streams (conversations) per instance that the stt endpoint's autoscaling aims for. No default:
     no GPU figure is measured for the stt container yet, so autoscaling it needs one given."""
     stt_image_uri: str | None = None
+    host_platform: bool = False
+    """`--target local` only: the emulator builds the image assets for its Docker engine's own platform
+    (amd64 here: minutes faster) instead of the platform each names (the agent's linux/arm64, run under
+    emulation as AgentCore runs it on ARM64), and says so in the stack's events."""
 
     def __post_init__(self) -> None:
         if self.model not in SPEECH_MODELS:
             raise ConfigError(f"unknown speech model {self.model!r}; known: {', '.join(SPEECH_MODELS)}")
         if self.target not in TARGETS:
             raise ConfigError(f"target must be {' or '.join(TARGETS)}, got {self.target!r}")
+        if self.host_platform and self.target != "local":
+            raise ConfigError("--host-platform is for --target local: AWS builds the agent for linux/arm64")
         if self.model_source not in MODEL_SOURCES:
             raise ConfigError(
                 f"model source must be {', '.join(MODEL_SOURCES)} or a directory, got {self.model_source!r}"

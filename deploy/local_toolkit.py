@@ -3,6 +3,8 @@ emulator's CloudFormation, in the place of `CdkToolkit`'s `cdk deploy`:
 
 - `synth` is `CdkToolkit.synth`: the same stacks, in the same cloud assembly.
 - `deploy(stacks)` calls the emulator's `CreateStack` per stack with boto3's `cloudformation` client,
+  tagged `REHEARSAL_PLATFORM_TAG=host` with `--host-platform` (the images built for the engine's own
+  platform, not the agent's linux/arm64: facts.py),
   the template given as `TemplateURL=file://<assembly>/<stack>.template.json`: the cloud assembly on
   this machine stands for what the CDK toolkit uploads to S3 and ECR (the emulator builds the image
   assets from `<stack>.assets.json` and copies the staged file assets). Then boto3's
@@ -39,6 +41,7 @@ from deploy.errors import DeployError
 from deploy.part import Identity, Part
 from deploy.prereqs import require_identity
 from deploy.teardown import delete_stacks
+from facts import HOST_PLATFORM, REHEARSAL_PLATFORM_TAG
 
 EMULATOR_COMMAND = (sys.executable, "-m", "emulator")
 START_HINT = "start one: python -m emulator up --runtime docker --detach -f compose/empty.yaml"
@@ -90,10 +93,19 @@ class LocalToolkit:
 
     def deploy(self, stacks: Sequence[str]) -> None:
         cloudformation = self.aws.client("cloudformation")
+        tags = []
+        if self.config.host_platform:
+            tags = [{"Key": REHEARSAL_PLATFORM_TAG, "Value": HOST_PLATFORM}]
+            self.echo(
+                "--host-platform: the emulator builds the images for its own platform, not the agent's "
+                "linux/arm64 (faster; AgentCore runs only arm64)"
+            )
         for stack in stacks:
             url = (self.config.outdir / f"{stack}.template.json").resolve().as_uri()
             try:
-                cloudformation.create_stack(StackName=stack, TemplateURL=url, Capabilities=CAPABILITIES)
+                cloudformation.create_stack(
+                    StackName=stack, TemplateURL=url, Capabilities=CAPABILITIES, Tags=tags
+                )
             except ClientError as exc:
                 error = exc.response["Error"]
                 if error["Code"] == "AlreadyExistsException":

@@ -102,6 +102,7 @@ def runtime_status(rt: AgentRuntime) -> dict[str, Any]:
         "arn": rt.arn,
         "status": rt.status,
         "version": rt.version,
+        "platform": rt.platform,
         "failure_reason": rt.failure_reason,
         "created": rt.created,
         "endpoints": sorted(rt.endpoints),

@@ -48,6 +48,10 @@ class ImageSpec:
     listen when it shares the host's network. An AgentCore runtime's container calls the emulator at
     127.0.0.1, which it reaches only there, so it runs on the host's network on a free loopback port
     instead of AgentCore's 8080."""
+    platform: str | None = None
+    """The platform the image runs on in AWS when it is not any (the agent's linux/arm64, AgentCore's
+    only one). `up --runtime docker` builds it for the engine's own platform, labelled as standing in
+    for this one; `python -m emulator build --platform` and the deploy rehearsal build this one."""
 
     @classmethod
     def from_obj(cls, obj: Any) -> ImageSpec:
@@ -102,6 +106,7 @@ def default_images() -> dict[str, ImageSpec]:
             ("{python}", "-m", "agent", "serve", "--host", "{host}", "--port", "{port}"),
             dockerfile="agent/Dockerfile",
             listen_variables=("AGENT_HOST", "AGENT_PORT"),
+            platform="linux/arm64",
         ),
         "echo": ImageSpec(
             ("{python}", "-m", "emulator.echo_container", "--host", "{host}", "--port", "{port}"),

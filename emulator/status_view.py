@@ -100,12 +100,12 @@ def format_status(status: dict[str, Any]) -> str:
         for r in ep["replicas"]:
             replicas.append(_replica_row(r, ep["name"]))
     out.append(_table(endpoints))
-    runtimes = [["AGENT RUNTIME", "STATUS", "VERSION", "ENDPOINTS", "ARN", "AGE"]]
+    runtimes = [["AGENT RUNTIME", "STATUS", "VERSION", "PLATFORM", "ENDPOINTS", "ARN", "AGE"]]
     for rt in status.get("agent_runtimes", []):
         endpoints_of = ",".join(rt["endpoints"])
-        runtimes.append(
-            [rt["name"], rt["status"], str(rt["version"]), endpoints_of, rt["arn"], _age(rt["created"])]
-        )
+        platform = rt.get("platform") or "-"  # local commands: no image to tell
+        row = [rt["name"], rt["status"], str(rt["version"]), platform, endpoints_of, rt["arn"]]
+        runtimes.append([*row, _age(rt["created"])])
         for r in rt["replicas"]:
             replicas.append(_replica_row(r, rt["name"]))
     if len(runtimes) > 1:

@@ -31,6 +31,7 @@ def parser() -> argparse.ArgumentParser:
     flags.add_listen(deploy)
     flags.add_source(deploy)
     flags.add_wait(deploy)
+    flags.add_rehearsal(deploy)
     # Accepted for symmetry with deploy: the stacks are found by name, so the model does not matter here.
     destroy.add_argument("--bedrock-model-id", help="the model the agent was deployed with (optional)")
     flags.add_wait(destroy)

@@ -37,6 +37,7 @@ CONFIG_FIELDS = (
     "stt_max_instance_count",
     "stt_target_concurrency",
     "stt_image_uri",
+    "host_platform",
 )
 
 
@@ -46,6 +47,17 @@ def add_common(parser: argparse.ArgumentParser) -> None:
         "--target",
         choices=TARGETS,
         help="aws (default), or local: rehearse on the emulator `python -m emulator env` points at",
+    )
+
+
+def add_rehearsal(parser: argparse.ArgumentParser) -> None:
+    """The local rehearsal's own choice (DeployConfig.host_platform)."""
+    parser.add_argument(
+        "--host-platform",
+        action="store_true",
+        default=None,
+        help="with --target local: build the agent for this machine's platform, faster than linux/arm64 "
+        "under emulation (what AgentCore runs), and not as AWS runs it",
     )
 
 

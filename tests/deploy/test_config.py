@@ -107,6 +107,10 @@ def test_environment_then_flags(monkeypatch: pytest.MonkeyPatch, no_aws_env: Non
         ({"stt_endpoint": "kokoro-82m"}, "the tts and stt endpoints are both named 'kokoro-82m'"),
         ({"stt_endpoint": "bad_name"}, "endpoint name"),
         ({"stt_image_uri": "whisper-stt:gpu"}, "ECR image URI"),
+        (
+            {"host_platform": True},
+            "--host-platform is for --target local: AWS builds the agent for linux/arm64",
+        ),
     ],
 )
 def test_bad_settings_are_config_errors(fields: dict, message: str):

@@ -23,6 +23,7 @@ from deploy.config import DeployConfig
 from deploy.local_toolkit import START_HINT, LocalToolkit, RehearsalError
 from deploy.part import Identity
 from emulator.server import Emulator, emulator_in_thread
+from facts import HOST_PLATFORM, REHEARSAL_PLATFORM_TAG
 from tests.emulator.support import endpoint, fast_config, manifest, model, variant
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,6 +112,27 @@ def test_the_local_toolkit_creates_reports_refuses_and_destroys_through_cloudfor
     assert (emu.config.home_dir / "buckets" / "speech-cache").is_dir()  # DeletionPolicy Retain, as on AWS
     assert toolkit.destroy(parts[:1], aws, IDENTITY, lines.append).startswith("emulator: nothing left")
     assert lines[-1] == "Speech: not deployed, nothing to delete"
+
+
+@pytest.mark.integration
+def test_host_platform_tags_the_stacks_and_says_so(emu: Emulator, tmp_path: Path):
+    """`--host-platform`: the emulator's CloudFormation builds the images for its engine's platform
+    (emulator/images/assets.py), asked through the stack's tag; the deploy's output says so."""
+    config = DeployConfig(
+        outdir=tmp_path, wait_delay_s=0.2, wait_timeout_s=30, target="local", host_platform=True
+    )
+    template = stack_template("endpoint/echo/variant/AllTraffic")
+    (tmp_path / "Fast.template.json").write_text(json.dumps(template))
+    aws = Aws.from_variables(emu.env)
+    lines: list[str] = []
+    toolkit = LocalToolkit(config, aws, echo=lines.append)
+    toolkit.deploy(["Fast"])
+    try:
+        assert lines[0].startswith("--host-platform: the emulator builds the images for its own platform")
+        (stack,) = aws.client("cloudformation").describe_stacks(StackName="Fast")["Stacks"]
+        assert stack["Tags"] == [{"Key": REHEARSAL_PLATFORM_TAG, "Value": HOST_PLATFORM}]
+    finally:
+        toolkit.destroy([Stacks(("Fast",))], aws, IDENTITY, lines.append)  # type: ignore[list-item]
 
 
 @pytest.mark.integration

@@ -20,6 +20,42 @@ def test_status_says_how_response_streams_are_split() -> None:
     assert "response streams split: off (one part per container write)" in out
 
 
+def test_status_shows_each_agent_runtimes_platform() -> None:
+    """What its image is built for (AgentCore runs arm64), a stand-in said as one; `-` for local commands."""
+    from emulator.status_view import format_status
+
+    def runtime(name: str, platform: str | None) -> dict[str, Any]:
+        arn = f"arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/{name}-abcdefghij"
+        return {
+            "name": name,
+            "status": "READY",
+            "version": 1,
+            "platform": platform,
+            "endpoints": ["DEFAULT"],
+        } | {
+            "arn": arn,
+            "created": 0.0,
+            "replicas": [],
+        }
+
+    info = {"pid": 1, "http_url": "u", "h2_url": "h", "runtime": "docker", "rechunk": "on"}
+    runtimes = [
+        runtime("arm", "linux/arm64"),
+        runtime("standin", "linux/amd64 for linux/arm64"),
+        runtime("proc", None),
+    ]
+    out = format_status({"emulator": info, "endpoints": [], "agent_runtimes": runtimes, "events": []})
+    rows = {
+        line.split()[0]: line
+        for line in out.splitlines()
+        if line.split()[:1] in (["arm"], ["standin"], ["proc"])
+    }
+    assert rows["arm"].split()[3] == "linux/arm64"
+    assert "linux/amd64 for linux/arm64" in rows["standin"]
+    assert rows["proc"].split()[3] == "-"
+    assert "PLATFORM" in out
+
+
 def test_logs_cover_the_replicas_of_endpoints_and_agent_runtimes(tmp_path: Path) -> None:
     from emulator.status_view import format_logs, replicas
 

@@ -38,7 +38,13 @@ import docker.types
 from docker.models.containers import Container
 
 from emulator.config import ImageSpec
-from emulator.controller.runtimes import BIDI_LABEL, ReplicaHandle, RuntimeUnavailable, StartRequest
+from emulator.controller.runtimes import (
+    BIDI_LABEL,
+    ImagePlatform,
+    ReplicaHandle,
+    RuntimeUnavailable,
+    StartRequest,
+)
 from emulator.controller.runtimes.process import resolve_image
 from emulator.processes import free_port, pid_alive
 
@@ -193,6 +199,14 @@ class DockerRuntime:
                 raise RuntimeUnavailable(f"image {image} is not available locally") from None
             self._labels[image] = str((found.labels or {}).get(BIDI_LABEL, "")).lower() == "true"
         return self._labels[image]
+
+    def image_platform(self, image: str) -> ImagePlatform | None:
+        try:
+            return ImagePlatform.from_inspect(self.client.api.inspect_image(image))
+        except docker.errors.ImageNotFound:
+            return None
+        except docker.errors.APIError as exc:
+            raise RuntimeUnavailable(f"cannot inspect image {image}: {exc.explanation or exc}") from exc
 
     async def start(self, request: StartRequest) -> ReplicaHandle:
         self._follow_events()

@@ -60,6 +60,7 @@ from emulator.services.cloudformation.template import (
 )
 from emulator.wire.awserrors import AwsError
 from emulator.wire.awsjson import Operation
+from facts import HOST_PLATFORM, REHEARSAL_PLATFORM_TAG
 
 logger = logging.getLogger("emulator.cloudformation")
 
@@ -84,17 +85,24 @@ class Peers(Protocol):
 @dataclass(frozen=True)
 class ImageAsset:
     """One image asset that `<stack>.assets.json` names: its Dockerfile (in the repository, the build
-    context), its hash, and its build arguments (the CDK's `dockerBuildArgs`)."""
+    context), its hash, its build arguments (the CDK's `dockerBuildArgs`), the platform it names, and
+    whether the stack asks for the engine's platform instead."""
 
     dockerfile: str
-    hash: str
+    asset_hash: str
     build_args: Mapping[str, str]
+    platform: str | None = None
+    """The platform the asset names (the agent's linux/arm64), None for the builder's own."""
+    host_platform: bool = False
+    """The stack's REHEARSAL_PLATFORM_TAG asks for the engine's own platform instead (faster)."""
 
 
 class ImageAssets(Protocol):
     """Builds a stack's image assets as local tags, and removes them with the stack (a thread runs it)."""
 
-    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> str: ...
+    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> tuple[str, str | None]:
+        """The asset's tag; and the sentence for the stack's events that says what platform it was built
+        for, when the asset names one."""
 
     def remove(self, tag: str) -> bool: ...
 
@@ -374,20 +382,15 @@ class CloudFormation:
                 isinstance(k, str) and isinstance(v, str) for k, v in build_args.items()
             ):
                 raise TemplateError(f"{dockerfile}: dockerBuildArgs must map names to strings")
-            if source.get("platform"):
-                self._event(
-                    stack,
-                    None,
-                    "CREATE_IN_PROGRESS",
-                    f"the image of {dockerfile} is {source['platform']} on AWS; the emulator builds and runs "
-                    "a build for its own Docker engine's platform instead",
-                )
 
             def progress(line: str) -> None:
                 logger.info("%s: %s", stack.name, line)
 
-            asset = ImageAsset(dockerfile, asset_hash, build_args)
-            tags[asset_hash] = await asyncio.to_thread(self.images.build, asset, progress)
+            host = stack.tags.get(REHEARSAL_PLATFORM_TAG) == HOST_PLATFORM
+            asset = ImageAsset(dockerfile, asset_hash, build_args, source.get("platform"), host)
+            tags[asset_hash], platform = await asyncio.to_thread(self.images.build, asset, progress)
+            if platform:
+                self._event(stack, None, "CREATE_IN_PROGRESS", platform)
             stack.images.append(tags[asset_hash])
             self._event(
                 stack, None, "CREATE_IN_PROGRESS", f"image asset {asset_hash[:12]} is {tags[asset_hash]}"

@@ -203,9 +203,9 @@ class Builder:
     def __init__(self) -> None:
         self.built: list[str] = []
 
-    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> str:
+    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> tuple[str, str | None]:
         self.built.append(asset.dockerfile)
-        return image_tag(asset.dockerfile, asset.hash)
+        return image_tag(asset.dockerfile, asset.asset_hash), None
 
     def remove(self, tag: str) -> bool:
         return True

@@ -18,6 +18,7 @@ from emulator.controller.store import AgentRuntime, Store
 from emulator.services.cloudformation.control import CloudFormation, ImageAsset
 from emulator.services.cloudformation.resources import STACK_TAG
 from emulator.wire.awserrors import AwsError
+from facts import HOST_PLATFORM, REHEARSAL_PLATFORM_TAG
 
 ARN = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/voice_agent-abcdefghij"
 
@@ -86,9 +87,23 @@ class Recorder:
     def __init__(self) -> None:
         self.built: list[tuple[str, dict[str, str]]] = []
 
-    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> str:
+    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> tuple[str, str | None]:
         self.built.append((asset.dockerfile, dict(asset.build_args)))
-        return f"local/asset:{asset.hash[:8]}"
+        return f"local/asset:{asset.asset_hash[:8]}", None
+
+
+class Assets:
+    """What the stack asked the image builder for: each asset's platform and whether the host's instead."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str | None, bool]] = []
+
+    def build(self, asset: ImageAsset, progress: Any) -> tuple[str, str | None]:
+        self.asked.append((asset.dockerfile, asset.platform, asset.host_platform))
+        return (
+            f"rehearsal/agent:{asset.asset_hash}",
+            f"built {asset.dockerfile} (host: {asset.host_platform})",
+        )
 
     def remove(self, tag: str) -> bool:
         return True
@@ -130,3 +145,30 @@ def test_build_arguments_that_are_not_strings_fail_the_stack(tmp_path: Path):
     )
     assert images.built == []
     assert "CREATE_FAILED: container_kit/Dockerfile: dockerBuildArgs must map names to strings" in events
+
+
+@pytest.mark.parametrize("tags", [[], [{"Key": REHEARSAL_PLATFORM_TAG, "Value": HOST_PLATFORM}]])
+async def test_an_assets_platform_reaches_the_builder_and_the_stacks_tag_can_ask_for_the_hosts(
+    tmp_path: Path, tags: list[dict[str, str]]
+):
+    """`deploy aws --target local --host-platform` tags its stacks; without the tag the agent's asset is
+    built for the linux/arm64 its manifest names (where the engine runs it: emulator/images/assets.py)."""
+    (tmp_path / "Agent.template.json").write_text(
+        json.dumps({"Resources": {"T": {"Type": "AWS::SNS::Topic"}}})
+    )
+    source = {"directory": ".", "dockerFile": "agent/Dockerfile", "platform": "linux/arm64"}
+    (tmp_path / "Agent.assets.json").write_text(json.dumps({"dockerImages": {"abc123": {"source": source}}}))
+    assets = Assets()
+    peers = stacks()[0].peers  # answers every call with nothing
+    cloudformation = CloudFormation(EmulatorConfig(home=tmp_path / "home"), Store(), peers, assets)  # type: ignore[arg-type]
+    url = (tmp_path / "Agent.template.json").as_uri()
+    stack_id = cloudformation.CreateStack({"StackName": "Agent", "TemplateURL": url, "Tags": tags})["StackId"]
+    await cloudformation.store.stacks[stack_id].task
+    host = bool(tags)
+    assert assets.asked == [("agent/Dockerfile", "linux/arm64", host)]
+    reasons = [
+        e["ResourceStatusReason"]
+        for e in cloudformation.DescribeStackEvents({"StackName": "Agent"})["StackEvents"]
+        if e.get("ResourceStatusReason")
+    ]
+    assert f"built agent/Dockerfile (host: {host})" in reasons

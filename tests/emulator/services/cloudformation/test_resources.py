@@ -65,8 +65,8 @@ class Recorder:
 class TagsWithoutBuilding:
     """Names each image asset as the emulator's builder would, without building it."""
 
-    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> str:
-        return image_tag(asset.dockerfile, asset.hash)
+    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> tuple[str, str | None]:
+        return image_tag(asset.dockerfile, asset.asset_hash), None
 
     def remove(self, tag: str) -> bool:
         return True

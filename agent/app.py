@@ -41,7 +41,7 @@ from agent.browser_guard import (
 )
 from agent.config import AgentConfig
 from agent.events import Event, EventClock, TurnError, agent_end, error, interrupted
-from agent.listening import SpokenConversation
+from agent.listening import SpokenConversation, TurnTaking
 from agent.model import Conversations, SessionBusy, text_deltas
 from agent.modes import RUNS, Turn
 from agent.sagemaker_client import bidirectional_client
@@ -257,13 +257,21 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
     def check_settings(settings: dict[str, Any]) -> None:
         parse_turn({**settings, "prompt": "settings"}, config)
 
+    async def discard_turn(session_id: str) -> None:
+        await conversations.for_session(session_id).discard()
+
+    backchannels = None if config.backchannels is None else frozenset(config.backchannels)
+    turn_taking = TurnTaking(backchannels, config.preempt_complete, discard_turn)
+
     @app.websocket
     async def converse(websocket: WebSocket, context: Any) -> None:
         if foreign_origin(websocket) is not None:
             await websocket.close(code=1008)  # before accept: the browser gets HTTP 403
             return
         session_id = getattr(context, "session_id", None)
-        await SpokenConversation(websocket, session_id, events, speech.open_listening, check_settings).run()
+        await SpokenConversation(
+            websocket, session_id, events, speech.open_listening, check_settings, turn_taking
+        ).run()
 
     routes = app.router.routes
     at = next(i for i, route in enumerate(routes) if getattr(route, "path", None) == "/invocations")

@@ -39,8 +39,19 @@ class STTConfig:
     language: str = "en"
     beam_size: int = 1
     vad_threshold: float = 0.5
-    end_of_turn_ms: int = 600
-    """Silence after speech that ends the utterance (the user's turn)."""
+    end_of_turn_ms: int = 1800
+    """Silence after speech that ends the utterance (the user's turn) whatever the turn model says: how
+    long a turn that sounds unfinished ("my number is five five five ...") waits for more. Over 1.5 s, so
+    a thinking pause of 0.5-1.5 s inside a question does not cut it (`python -m benchmarks voice_turn`)."""
+    turn_check_ms: int = 128
+    """Silence after speech at which the final decode starts and the turn model (Smart Turn) is asked
+    whether the utterance sounds finished; one that does ends there. Four VAD chunks: past most dips
+    between words (one or two chunks), so the decode is rarely wasted mid-sentence."""
+    turn_model: str = "smart-turn"
+    """`smart-turn`: Pipecat's Smart Turn v3.2 judges each pause (stt/engines/smart_turn.py); `off`: only
+    `end_of_turn_ms` of silence ends a turn."""
+    turn_complete: float = 0.5
+    """Smart Turn's probability at or above which a pause ends the turn (its own cut)."""
     min_speech_ms: int = 200
     """An utterance with less speech than this is a false start (a cough, a click): no final."""
     speech_pad_ms: int = 200
@@ -58,6 +69,12 @@ class STTConfig:
             raise ValueError(f"STT_VAD_THRESHOLD must be within 0.05-0.95, got {self.vad_threshold}")
         if not 100 <= self.end_of_turn_ms <= 5000:
             raise ValueError(f"STT_END_OF_TURN_MS must be within 100-5000, got {self.end_of_turn_ms}")
+        if not 32 <= self.turn_check_ms <= 2000:
+            raise ValueError(f"STT_TURN_CHECK_MS must be within 32-2000, got {self.turn_check_ms}")
+        if self.turn_model not in {"smart-turn", "off"}:
+            raise ValueError(f"STT_TURN_MODEL must be smart-turn or off, got {self.turn_model!r}")
+        if not 0.0 < self.turn_complete < 1.0:
+            raise ValueError(f"STT_TURN_COMPLETE must be between 0 and 1, got {self.turn_complete}")
         if not 0 <= self.min_speech_ms <= 2000:
             raise ValueError(f"STT_MIN_SPEECH_MS must be within 0-2000, got {self.min_speech_ms}")
         if not 0 <= self.speech_pad_ms <= 1000:
@@ -92,6 +109,9 @@ class STTConfig:
             beam_size=_env_number("STT_BEAM_SIZE", cls.beam_size, int),
             vad_threshold=_env_number("STT_VAD_THRESHOLD", cls.vad_threshold, float),
             end_of_turn_ms=_env_number("STT_END_OF_TURN_MS", cls.end_of_turn_ms, int),
+            turn_check_ms=_env_number("STT_TURN_CHECK_MS", cls.turn_check_ms, int),
+            turn_model=env.get("STT_TURN_MODEL") or cls.turn_model,
+            turn_complete=_env_number("STT_TURN_COMPLETE", cls.turn_complete, float),
             min_speech_ms=_env_number("STT_MIN_SPEECH_MS", cls.min_speech_ms, int),
             speech_pad_ms=_env_number("STT_SPEECH_PAD_MS", cls.speech_pad_ms, int),
             partial_interval_ms=_env_number("STT_PARTIAL_INTERVAL_MS", cls.partial_interval_ms, int),

@@ -1,0 +1,169 @@
+"""What a spoken conversation (agent.listening) makes of the user's voice while the agent talks, and of a
+turn that is not certain yet. Pure: no I/O.
+
+Barge-in that knows what it hears. The user starting to talk over an answer pauses it (the client stops
+playing at `user_speech_started`; `Playback` stops counting), and the utterance decides: a backchannel
+("mm-hmm", "yeah", "right", "okay" alone, or two of them) or a noise (a cough, a breath: Whisper hears no
+words, or a bracketed tag such as "(coughing)") lets the answer resume where it paused, the history
+unchanged (`answer_resumed`); anything else interrupts it as before (what was heard up to the pause
+goes in the history) and is the next turn. A partial transcript with real words interrupts at once,
+without waiting for the utterance's end.
+
+Preemptive turns. When the speech-to-text endpoint's `pause` (stt/README.md) says how the utterance ends
+if the user stops here, and its turn model leans finished, the turn starts on that text before the
+turn is certain (LiveKit's preemptive generation): the model writes and the first audio is computed,
+but its events are held (`Speculation`). The utterance's `final` with the same words releases them at
+once (the answer is already under way); speech coming back, or other words, throw it away: the model
+and the speech stop (the scheduler's cancel path), the history is put back as it was, and what was
+computed for nothing is counted (`turn_discarded`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from agent.events import Event
+from facts import PCM_BYTES_PER_S
+
+MAX_BACKCHANNELS = 2
+"""An utterance of at most this many backchannels ("yeah, okay") is one; a third phrase is a turn."""
+_TAG = re.compile(r"\([^)]*\)|\[[^\]]*\]|\*[^*]*\*")
+_WORDS = re.compile(r"[a-z0-9']+(?:-[a-z0-9']+)*")
+
+
+def words(text: str) -> list[str]:
+    """The words of a transcript, lower case, without punctuation or bracketed tags."""
+    return _WORDS.findall(_TAG.sub(" ", text.lower()))
+
+
+def ignorable(text: str, backchannels: frozenset[str]) -> bool:
+    """Whether an utterance heard over an answer leaves it playing: no words (a noise), or nothing but
+    at most MAX_BACKCHANNELS backchannel phrases."""
+    said = words(text)
+    phrases = 0
+    while said:
+        for size in (2, 1):
+            if " ".join(said[:size]) in backchannels:
+                said = said[size:]
+                phrases += 1
+                break
+        else:
+            return False
+    return phrases <= MAX_BACKCHANNELS
+
+
+def same_words(first: str, second: str) -> bool:
+    """Two transcripts that say the same (case and punctuation aside): a held turn's prompt and the
+    utterance's final."""
+    return words(first) == words(second)
+
+
+class Speculation:
+    """A turn started on a pause's transcript: its events held until the utterance's final says the
+    same, and what it computed, for the count of work thrown away."""
+
+    def __init__(self, utterance: int, prompt: str) -> None:
+        self.utterance = utterance
+        self.prompt = prompt
+        self.adopted = False
+        self._held: list[Event] = []
+        self._started = time.perf_counter()
+        self._text_chars = 0
+        self._audio_chunks = 0
+        self._audio_bytes = 0
+
+    def hold(self, event: Event) -> bool:
+        """Keep `event` back while the turn is not taken (True); False once it is: send it."""
+        if self.adopted:
+            return False
+        self._held.append(event)
+        if event["type"] == "text_delta":
+            self._text_chars += len(event["text"])
+        elif event["type"] == "audio_chunk":
+            self._audio_chunks += 1
+            self._audio_bytes += len(event["data"]) * 3 // 4
+        return True
+
+    def adopt(self) -> list[Event]:
+        """The utterance ended as the turn was started on: the events held, to send now."""
+        self.adopted = True
+        held, self._held = self._held, []
+        return held
+
+    def waste(self) -> dict[str, float | int]:
+        """What the thrown-away turn had computed: how long it ran, the text the model wrote, the audio
+        (chunks, and bytes: PCM's 2 a sample; a codec's own)."""
+        return {
+            "ran_ms": round((time.perf_counter() - self._started) * 1000, 1),
+            "text_chars": self._text_chars,
+            "audio_chunks": self._audio_chunks,
+            "audio_bytes": self._audio_bytes,
+        }
+
+
+class Playback:
+    """How much of the latest turn's audio the client has played, now: its latest `played` report and
+    the time since (it plays in real time), or the time since the turn's first audio without one; never
+    more than the PCM it was sent (a codec's chunks carry no duration, so they set no ceiling). Paused
+    (the user started talking over it), it stands still until it resumes or stops."""
+
+    def __init__(self) -> None:
+        self.turn_started()
+
+    def turn_started(self) -> None:
+        self._first_audio_at: float | None = None
+        self._sent_ms: float | None = None
+        self._report: tuple[float, float] | None = None
+        self._paused_ms: float | None = None
+
+    def pause(self) -> None:
+        """The client paused playback (at `user_speech_started`)."""
+        if self._paused_ms is None:
+            self._paused_ms = self.played_ms()
+
+    def resume(self) -> None:
+        """The client plays on from where it paused."""
+        if self._paused_ms is not None:
+            paused, self._paused_ms = self._paused_ms, None
+            self._report = (paused, time.perf_counter())
+
+    def sent(self, event: Event) -> None:
+        if event["type"] == "agent_start":
+            self._sent_ms = 0.0 if event.get("format") == "pcm" else None
+        elif event["type"] == "audio_chunk":
+            if self._first_audio_at is None:
+                self._first_audio_at = time.perf_counter()
+            if self._sent_ms is not None:  # the PCM's length from its base64, without decoding it
+                data = event["data"]
+                pcm_bytes = len(data) * 3 // 4 - data[-2:].count("=")
+                self._sent_ms += pcm_bytes * 1000 / PCM_BYTES_PER_S
+
+    def reported(self, played_ms: float) -> None:
+        if self._paused_ms is not None:
+            self._paused_ms = played_ms
+        else:
+            self._report = (played_ms, time.perf_counter())
+
+    def playing(self) -> bool:
+        """The client is still playing PCM it was sent (a finished turn's audio outlasts the turn: it is
+        computed faster than real time). Unknown for a codec, whose chunks carry no duration: False."""
+        return self._sent_ms is not None and self.played_ms() < self._sent_ms
+
+    def stopped(self) -> None:
+        """The client stopped playing (a barge-in): what it played so far is all it will play."""
+        if self._sent_ms is not None:
+            self._sent_ms = self.played_ms()
+
+    def played_ms(self) -> float:
+        if self._paused_ms is not None:
+            return self._paused_ms
+        now = time.perf_counter()
+        if self._report is not None:
+            played = self._report[0] + (now - self._report[1]) * 1000
+        elif self._first_audio_at is not None:
+            played = (now - self._first_audio_at) * 1000
+        else:
+            return 0.0
+        ceiling = self._sent_ms if self._sent_ms is not None else played
+        return round(min(played, ceiling), 1)

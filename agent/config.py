@@ -42,6 +42,8 @@ BACKCHANNELS = (
 )
 """Said to keep the other talking, not to take the turn (agent.turn_taking; AGENT_BACKCHANNELS
 replaces the list)."""
+
+
 def _off_or[T](raw: str | None, default: T | None, parse: Callable[[str], T]) -> T | None:
     """A setting that `off` (or 0/none) turns off; unset or empty: `default`."""
     raw = (raw or "").strip()

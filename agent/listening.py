@@ -80,6 +80,7 @@ class TurnTaking:
     preempt_complete: float | None = None
     discard_turn: DiscardTurn | None = None
 
+
 SETTINGS = ("mode", "voice", "format")
 MAX_PLAYED_MS = 86_400_000
 # A turn let go of in this long after an interrupt (agent.model.RELEASE_WAIT_S bounds each wait in it).

@@ -224,7 +224,6 @@ class Conversation:
             await asyncio.wait({answer.task}, timeout=RELEASE_WAIT_S)
         return record
 
-
     async def discard(self) -> None:
         """The latest turn was started before the user had finished (agent.turn_taking) and is thrown
         away: its model stops, and once it has let go (up to RELEASE_WAIT_S) the history is as it was

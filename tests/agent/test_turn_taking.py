@@ -215,7 +215,7 @@ async def test_real_words_over_the_answer_interrupt_it_at_the_partial_and_are_th
 
 
 async def test_without_backchannels_any_voice_interrupts_at_once() -> None:
-    async with conversation(backchannels=None) as (socket, stt, turns):
+    async with conversation(backchannels=None) as (socket, stt, _):
         await answering(stt)
         stt.queue.put_nowait(started(2))
         await settle()

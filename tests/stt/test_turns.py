@@ -4,7 +4,6 @@ is a false start, and what audio each utterance carries; and the rule that ends 
 from __future__ import annotations
 
 import numpy as np
-
 import pytest
 
 from stt.config import VAD_CHUNK_MS, VAD_CHUNK_SAMPLES, STTConfig
@@ -92,7 +91,9 @@ def test_a_pause_that_speech_came_back_after_cannot_end_the_turn():
 
 
 def test_a_check_later_than_the_pad_judges_the_audio_the_bound_would_end_with():
-    policy = TurnPolicy(threshold=0.5, end_of_turn_ms=640, min_speech_ms=96, speech_pad_ms=64, turn_check_ms=200)
+    policy = TurnPolicy(
+        threshold=0.5, end_of_turn_ms=640, min_speech_ms=96, speech_pad_ms=64, turn_check_ms=200
+    )
     _, events = run([0.9] * 6 + [0.0] * 30, policy)
     _, paused, ended = events
     assert np.array_equal(paused.samples, ended.samples)

@@ -5,9 +5,7 @@ cough-like burst of noise.
 
 A pause is put into the whole sentence's rendering, not between two renderings of its halves: a half
 said alone ends as a sentence does (falling pitch, a lengthened last sound), which a turn model rightly
-hears as finished, while a person who stops to think mid-sentence does not sound finished. The
-boundary is where Whisper places the gap between the two words (tools/asr.py), cut at the quietest
-10 ms around it.
+hears as finished, while a person who stops to think mid-sentence does not sound finished.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ import subprocess
 import numpy as np
 
 from facts import SAMPLE_RATE, STT_SAMPLE_RATE
-from tools.asr import word_timings
 
 KOKORO_VOICES = ("jm_kumo", "jf_alpha")
 ESPEAK_VOICES = ("en-us", "en-gb+f3")
@@ -64,13 +61,15 @@ def espeak_available() -> bool:
     return shutil.which("espeak-ng") is not None
 
 
-def espeak(text: str, voice: str = ESPEAK_VOICES[0]) -> bytes:
-    """`text` said by espeak-ng (`voice`, 165 words a minute), as 16 kHz s16le."""
+def espeak(text: str, voice: str = ESPEAK_VOICES[0], ssml: bool = False) -> bytes:
+    """`text` (SSML with `ssml`) said by espeak-ng (`voice`, 165 words a minute), as 16 kHz s16le."""
     import io
     import wave
 
     wav = subprocess.run(
-        ["espeak-ng", "-v", voice, "-s", "165", "--stdout", text], capture_output=True, check=True
+        ["espeak-ng", *(["-m"] if ssml else []), "-v", voice, "-s", "165", "--stdout", text],
+        capture_output=True,
+        check=True,
     ).stdout
     with wave.open(io.BytesIO(wav)) as read:
         rate = read.getframerate()
@@ -87,20 +86,32 @@ def silence(seconds: float) -> bytes:
     return b"\x00\x00" * round(seconds * STT_SAMPLE_RATE)
 
 
-def with_pause(pcm: bytes, after_words: int, pause_s: float) -> bytes:
-    """`pcm` (16 kHz speech) with `pause_s` of silence after its first `after_words` words."""
-    timings = word_timings(pcm, STT_SAMPLE_RATE)
-    if not 0 < after_words < len(timings):
-        raise ValueError(f"cannot pause after word {after_words} of {len(timings)}: {timings}")
-    gap_from, gap_to = timings[after_words - 1][2], timings[after_words][1]
-    samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32)
-    block = STT_SAMPLE_RATE // 100  # 10 ms
-    first = max(0, round(min(gap_from, gap_to) * STT_SAMPLE_RATE / 1000) - 2 * block)
-    last = min(len(samples) - block, round(max(gap_from, gap_to) * STT_SAMPLE_RATE / 1000) + 2 * block)
-    starts = range(first, max(first, last) + 1, block // 2)
-    cut = min(starts, key=lambda at: float(np.sum(samples[at : at + block] ** 2)))
-    cut += block // 2
-    return pcm[: 2 * cut] + silence(pause_s) + pcm[2 * cut :]
+def with_pause(text: str, after_words: int, pause_s: float, voice: str) -> bytes:
+    """`text` said in `voice` with `pause_s` of silence after its first `after_words` written words: in
+    Kokoro's rendering, cut where the next word's first sound starts (the duration predictor's own
+    timing, as the container's `words` frames give it); espeak-ng stops there itself (SSML `<break>`)."""
+    written = text.split()
+    if not 0 < after_words < len(written):
+        raise ValueError(f"cannot pause after word {after_words} of {len(written)}")
+    if voice not in KOKORO_VOICES:
+        before, after = " ".join(written[:after_words]), " ".join(written[after_words:])
+        pause = f'<break time="{round(pause_s * 1000)}ms"/>'
+        return espeak(f"<speak>{before} {pause} {after}</speak>", voice, ssml=True)
+    from tts.text.speech_text import speech_text
+
+    engine = _kokoro()
+    audio: list[np.ndarray] = []
+    starts: list[float] = []  # each written word's first sound, in ms of the whole rendering
+    for tokens, words in engine.timed_segments(text, speech_text(text), "en-us"):
+        features = engine.features(tokens, voice, 1.0)
+        starts += [w.start_ms for w in words.times(features.durations, sum(map(len, audio))).words]
+        audio.append(engine.decode(features))
+    cut = round(starts[after_words] * SAMPLE_RATE / 1000) if len(starts) > after_words else None
+    if cut is None:
+        raise ValueError(f"Kokoro's timings of {text!r} have no word {after_words + 1}")
+    samples = np.concatenate(audio)
+    pause = np.zeros(round(pause_s * SAMPLE_RATE), np.float32)
+    return _pcm(_resampled(np.concatenate([samples[:cut], pause, samples[cut:]]), SAMPLE_RATE))
 
 
 def cough(seconds: float = 0.35, seed: int = 0) -> bytes:

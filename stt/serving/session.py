@@ -118,6 +118,7 @@ class Session:
         if not isinstance(message, End):
             return False  # a valid `start`: the audio is what the container reads
         self._ended = True
+        await self._verdict()
         async with self._tracking:
             await self._on_events(self._turns.finish())
         if self._partial is not None:
@@ -135,6 +136,7 @@ class Session:
         whole = len(data) // SAMPLE_BYTES * SAMPLE_BYTES
         self._odd = data[whole:]
         if whole:
+            await self._verdict()
             async with self._tracking:
                 events = await asyncio.to_thread(self._turns.feed, pcm_samples(data[:whole]))
                 await self._on_events(events)
@@ -162,6 +164,13 @@ class Session:
                     self._partial = None
                 previous = self._finals[-1] if self._finals else None
                 self._finals.append(asyncio.create_task(self._final(event, previous, self._early_for(event))))
+
+    async def _verdict(self) -> None:
+        """Wait for the pause being judged, so its verdict applies where it was asked, however fast the
+        audio comes: a file streamed faster than real time is cut as the same speech spoken would be. In
+        real time the audio waits at most the decode (the speech-to-text reads it in a burst after)."""
+        if self._judging is not None and not self._judging.done():
+            await asyncio.gather(asyncio.shield(self._judging), return_exceptions=True)
 
     def _stop_judging(self) -> None:
         """The pause being judged is over (a verdict that ends the turn stops nothing: it is the caller)."""

@@ -82,11 +82,12 @@ class AgentConfig:
     first_fragment_min_words: int | None = 3
     """The first chunk may end at a clause (", ; :") once it has this many words: on this CPU it cuts
     time to first audio from about 1.7 s to 1.2 s (python -m benchmarks agent). None: sentences only."""
-    first_fragment_max_words: int | None = 8
+    first_fragment_max_words: int | None = 5
     """The first chunk ends after this many words even inside a sentence: the local model's long first
     sentences ("The moon is made of solid rock and it's only ... from space!", 33 words) held the first
-    audio back 1.7-2.4 s; 8 words are written in about 0.4 s at its 20 words/s and speak for about 3 s,
-    while the rest of the sentence is written. None: no such cut."""
+    audio back 1.7-2.4 s. 5 words are written in about 0.25 s at its 20 words/s (8, the earlier
+    default, 0.4 s: the first audio waited 0.15 s more for words, #47) and speak for about 1.8 s, while
+    the rest of the sentence is written. None: no such cut."""
     backchannels: tuple[str, ...] | None = BACKCHANNELS
     """Over a spoken answer, an utterance of only these (two at most) or of no words at all (a cough) lets
     the answer resume where it paused (agent.turn_taking). None (AGENT_BACKCHANNELS=off): any voice

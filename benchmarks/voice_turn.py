@@ -14,7 +14,7 @@ where the program is installed), resampled to 16 kHz (tools/spoken.py). Four mea
   utterance heard as two transcripts ended early;
 - false interruptions: over a long spoken answer, backchannels ("mm-hmm", "okay", ...) and cough-like
   noise bursts: an `interrupted` stops it, an `answer_resumed` (or nothing) does not; and a real
-  question, which must interrupt: its start to `user_speech_started` (where the client pauses);
+  question, which must interrupt: its first sound to `user_speech_started` (where the client pauses);
 - thrown-away work: every `turn_discarded` (a turn started at a pause the user talked on after).
 """
 
@@ -162,7 +162,7 @@ async def _over_the_answer(ws_url: str, question: bytes, over: bytes) -> dict[st
             if time.perf_counter() > deadline:
                 return {"verdict": "no answer", "heard_after_ms": None, "resumed_as": None}
             await talk.speak(spoken.silence(0.096))  # the microphone streams on, as a page's does
-        said_at = talk.at(await talk.speak(over))
+        said_at = talk.at(await talk.speak(over) + _onset_s(over))
         await talk.speak(spoken.silence(2.5))
         verdict = await talk.until({"interrupted", "answer_resumed"}, 4.0, after=said_at)
         started = talk.first("user_speech_started", after=said_at)
@@ -173,6 +173,15 @@ async def _over_the_answer(ws_url: str, question: bytes, over: bytes) -> dict[st
         "heard_after_ms": round((started[0] - said_at) * 1000, 1) if started else None,
         "resumed_as": verdict.get("heard") if verdict else None,
     }
+
+
+def _onset_s(pcm: bytes) -> float:
+    """Where the sound in `pcm` begins (a voice's rendering opens with silence): its first 10 ms
+    louder than -34 dBFS."""
+    samples = np.abs(np.frombuffer(pcm, dtype="<i2").astype(np.float32)) / 32768
+    blocks = samples[: len(samples) // 160 * 160].reshape(-1, 160).max(axis=1)
+    loud = np.flatnonzero(blocks > 0.02)
+    return float(loud[0]) / 100 if loud.size else 0.0
 
 
 def _voices() -> list[str]:

@@ -200,12 +200,19 @@ async def test_bad_control_is_answered_with_typed_errors_and_the_conversation_go
     assert events[-1] == {**events[-1], "type": "listening_end", "utterances": 0, "turns": 0}
 
 
-def _wav(path, pcm: bytes) -> None:
-    with wave.open(str(path), "wb") as out:
+def _microphone(tmp_path, said: bytes) -> tuple[str, ...]:
+    """Chromium's flags that make `said` (after 1 s of silence, before 30 s more) its microphone."""
+    microphone = tmp_path / "microphone.wav"
+    with wave.open(str(microphone), "wb") as out:
         out.setnchannels(1)
         out.setsampwidth(2)
         out.setframerate(STT_SAMPLE_RATE)
-        out.writeframes(pcm)
+        out.writeframes(silence(1.0) + said + silence(30.0))
+    return (
+        "--use-fake-device-for-media-stream",
+        "--use-fake-ui-for-media-stream",
+        f"--use-file-for-fake-audio-capture={microphone}%noloop",
+    )
 
 
 @needs_chromium
@@ -216,15 +223,8 @@ def test_hands_free_a_question_with_a_thinking_pause_inside_is_answered_once_as_
     on Saturday?" (Kokoro's voice, the pause cut where "train" starts). The page hears one question and
     the agent answers it once, with the whole question as its prompt."""
     question = "Could you find me a train to the coast on Saturday?"
-    microphone = tmp_path / "microphone.wav"
     said = spoken.with_pause(question, after_words=5, pause_s=1.2, voice="jf_alpha")
-    _wav(microphone, silence(1.0) + said + silence(30.0))
-    capture = (
-        "--use-fake-device-for-media-stream",
-        "--use-fake-ui-for-media-stream",
-        f"--use-file-for-fake-audio-capture={microphone}%noloop",
-    )
-    with browser_page(f"{voice_stack.agent_url}/", capture) as (page, errors):
+    with browser_page(f"{voice_stack.agent_url}/", _microphone(tmp_path, said)) as (page, errors):
         page.check("#handsfree")
         wait_until(page, "document.body.dataset.voiceTurns === '1'", 90_000)
         time.sleep(3.0)  # nothing more comes: no second half heard as a turn of its own
@@ -247,14 +247,8 @@ def test_the_page_hears_a_question_from_the_microphone_and_a_second_one_interrup
     first, second = recordings()[1], recordings()[4]
     # The second question starts 7 s after the first ends: the answer (the script's four sentences,
     # about 10 s of speech) is speaking then even where first audio takes three times as long as here.
-    microphone = tmp_path / "microphone.wav"
-    _wav(microphone, silence(1.0) + first.pcm() + silence(7.0) + second.pcm() + silence(30.0))
-    capture = (
-        "--use-fake-device-for-media-stream",
-        "--use-fake-ui-for-media-stream",
-        f"--use-file-for-fake-audio-capture={microphone}%noloop",
-    )
-    with browser_page(f"{voice_stack.agent_url}/", capture) as (page, errors):
+    said = first.pcm() + silence(7.0) + second.pcm()
+    with browser_page(f"{voice_stack.agent_url}/", _microphone(tmp_path, said)) as (page, errors):
         page.check("#handsfree")
         wait_until(page, "document.body.dataset.transcripts === '1'", 60_000)
         heard = page.text_content("#transcript")

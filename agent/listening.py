@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -60,7 +61,14 @@ from agent.events import (
     user_speech_started,
 )
 from agent.stt_session import STTSession
-from agent.turn_taking import Playback, Speculation, ignorable, same_words
+from agent.turn_taking import (
+    CONTINUATION_HEARD_MS,
+    CONTINUATION_S,
+    Playback,
+    Speculation,
+    ignorable,
+    same_words,
+)
 
 TurnEvents = Callable[[Any, str | None], AsyncIterator[Event]]
 """The agent's turns: a payload (as POST /invocations takes it) and a session id in, events out."""
@@ -138,6 +146,9 @@ class SpokenConversation:
         self._held: int | None = None
         """The utterance the answer is paused for, until its words say whether it takes the turn."""
         self._speculation: tuple[Speculation, asyncio.Task[None]] | None = None
+        self._work: Speculation | None = None
+        """The running turn's: its prompt and what it computed."""
+        self._taken_at = 0.0
 
     def _emit(self, event: Event) -> None:
         self._outbox.put_nowait(event)
@@ -246,7 +257,7 @@ class SpokenConversation:
         elif kind == "partial":
             utterance, text = message["utterance"], message["text"]
             self._emit(transcript_partial(self._clock, utterance, text))
-            if self._held == utterance and not self._ignorable(text):
+            if self._held == utterance and not self._ignorable(text) and not self._continuing():
                 self._held = None  # real words: a barge-in now, not at the utterance's end
                 await self._interrupt()
         elif kind == "pause":
@@ -288,14 +299,28 @@ class SpokenConversation:
                 self._playback.resume()
                 self._emit(answer_resumed(self._clock, utterance, text))
                 return
+            if self._continuing() and self._work is not None and self._turn is not None:
+                text = f"{self._work.prompt} {text}"  # the rest of the question the answer began on
+                work, task, self._work, self._turn = self._work, self._turn, None, None
+                await self._throw_away(work, task)
         if self._speculation is not None:
             speculation, _ = self._speculation
             if speculation.utterance == utterance and same_words(speculation.prompt, text):
                 self._adopt()
                 return
-            await self._discard()
+            await self._throw_away(*self._speculation)
+            self._speculation = None
         if text.strip():
-            await self._start_turn(text)
+            await self._start_turn(text, utterance)
+
+    def _continuing(self) -> bool:
+        """The held utterance may be the rest of the running turn's question (agent.turn_taking)."""
+        return (
+            self._rules.discard_turn is not None
+            and self._work is not None
+            and time.perf_counter() - self._taken_at < CONTINUATION_S
+            and self._playback.played_ms() < CONTINUATION_HEARD_MS
+        )
 
     def _preempt(self, utterance: int, text: str, complete: float | None) -> None:
         """Start the turn on a pause that leans finished, its events held (agent.turn_taking)."""
@@ -314,22 +339,26 @@ class SpokenConversation:
         self._speculation = None
         self._turns += 1
         self._playback.turn_started()
-        self._turn = task
+        self._turn, self._work, self._taken_at = task, speculation, time.perf_counter()
         for event in speculation.adopt():
             self._playback.sent(event)
             self._emit(event)
 
     async def _discard(self) -> None:
-        """The user went on (or said other words): the held turn stops and leaves no trace."""
+        """The user went on after the pause: the held turn stops and leaves no trace."""
         assert self._speculation is not None
         speculation, task = self._speculation
         self._speculation = None
+        await self._throw_away(speculation, task)
+
+    async def _throw_away(self, work: Speculation, task: asyncio.Task[None]) -> None:
+        """A turn that should not have been: it stops (model and speech), the history is as before it,
+        and what it computed is counted."""
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         if self._rules.discard_turn is not None:
             await self._rules.discard_turn(self._session_id)
-        waste = speculation.waste()
-        self._emit(turn_discarded(self._clock, speculation.utterance, speculation.prompt, **waste))
+        self._emit(turn_discarded(self._clock, work.utterance, work.prompt, **work.waste()))
 
     async def _interrupt(self) -> None:
         """Barge-in: the running turn stops, with what the listener heard recorded; its `interrupted`
@@ -347,11 +376,12 @@ class SpokenConversation:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait({self._turn}, timeout=TURN_RELEASE_S)
 
-    async def _start_turn(self, prompt: str) -> None:
+    async def _start_turn(self, prompt: str, utterance: int) -> None:
         await self._interrupt()
         self._turns += 1
         self._playback.turn_started()
-        self._turn = asyncio.create_task(self._run_turn({**self._settings, "prompt": prompt}))
+        self._work, self._taken_at = Speculation(utterance, prompt, adopted=True), time.perf_counter()
+        self._turn = asyncio.create_task(self._run_turn({**self._settings, "prompt": prompt}, self._work))
 
     async def _run_turn(self, payload: dict[str, Any], speculation: Speculation | None = None) -> None:
         async with contextlib.aclosing(self._turn_events(payload, self._session_id)) as events:

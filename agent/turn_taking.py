@@ -16,6 +16,10 @@ but its events are held (`Speculation`). The utterance's `final` with the same w
 once (the answer is already under way); speech coming back, or other words, throw it away: the model
 and the speech stop (the scheduler's cancel path), the history is put back as it was, and what was
 computed for nothing is counted (`turn_discarded`).
+
+A turn that ended too early. Real words over an answer that has barely begun (CONTINUATION_S,
+CONTINUATION_HEARD_MS) are the rest of its question, not a new one: that answer is thrown away as a
+preemptive one is, and the two utterances are one turn.
 """
 
 from __future__ import annotations
@@ -26,6 +30,11 @@ import time
 from agent.events import Event
 from facts import PCM_BYTES_PER_S
 
+CONTINUATION_S = 3.0
+CONTINUATION_HEARD_MS = 1000.0
+"""Words over an answer that began less than CONTINUATION_S after its question ended, with less than
+CONTINUATION_HEARD_MS of it heard, are the rest of that question (a turn ended too early: "Could you
+find me?" ... "a train to the coast"): the answer is thrown away and the two are one turn."""
 MAX_BACKCHANNELS = 2
 """An utterance of at most this many backchannels ("yeah, okay") is one; a third phrase is a turn."""
 _TAG = re.compile(r"\([^)]*\)|\[[^\]]*\]|\*[^*]*\*")
@@ -60,13 +69,13 @@ def same_words(first: str, second: str) -> bool:
 
 
 class Speculation:
-    """A turn started on a pause's transcript: its events held until the utterance's final says the
-    same, and what it computed, for the count of work thrown away."""
+    """A turn and what it computed, for the count of work thrown away; one started on a pause's
+    transcript (not `adopted` yet) has its events held until the utterance's final says the same."""
 
-    def __init__(self, utterance: int, prompt: str) -> None:
+    def __init__(self, utterance: int, prompt: str, adopted: bool = False) -> None:
         self.utterance = utterance
         self.prompt = prompt
-        self.adopted = False
+        self.adopted = adopted
         self._held: list[Event] = []
         self._started = time.perf_counter()
         self._text_chars = 0
@@ -74,15 +83,15 @@ class Speculation:
         self._audio_bytes = 0
 
     def hold(self, event: Event) -> bool:
-        """Keep `event` back while the turn is not taken (True); False once it is: send it."""
-        if self.adopted:
-            return False
-        self._held.append(event)
+        """Count `event`; keep it back while the turn is not taken (True), else send it (False)."""
         if event["type"] == "text_delta":
             self._text_chars += len(event["text"])
         elif event["type"] == "audio_chunk":
             self._audio_chunks += 1
             self._audio_bytes += len(event["data"]) * 3 // 4
+        if self.adopted:
+            return False
+        self._held.append(event)
         return True
 
     def adopt(self) -> list[Event]:

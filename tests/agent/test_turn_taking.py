@@ -200,17 +200,38 @@ async def test_a_backchannel_or_a_cough_over_the_answer_resumes_it(heard: str) -
 async def test_real_words_over_the_answer_interrupt_it_at_the_partial_and_are_the_next_turn() -> None:
     async with conversation() as (socket, stt, turns):
         await answering(stt)
+        await asyncio.sleep(1.0)  # over a second of the answer heard: a new question, not the rest
         stt.queue.put_nowait(started(2))
         await asyncio.sleep(0.2)  # paused: the played position stands still from here
         stt.queue.put_nowait({"type": "partial", "utterance": 2, "text": "What about Spain"})
         await settle()
         assert "interrupted" in socket.types() and turns.stop.is_set()
         played = [p["interrupt"]["played_ms"] for p in turns.payloads if "interrupt" in p]
-        assert len(played) == 1 and played[0] < 400
+        assert len(played) == 1 and 1000 <= played[0] < 1400
         turns.stop.clear()
         stt.queue.put_nowait(final(2, "What about Spain?"))
         await settle()
         assert turns.prompts() == ["What is the capital of France?", "What about Spain?"]
+        turns.stop.set()
+
+
+async def test_words_over_an_answer_just_begun_are_the_rest_of_its_question() -> None:
+    """A turn ended too early ("Could you find me?" ... "a train to the coast"): its answer, barely
+    heard, is thrown away, and the two utterances are one turn."""
+    async with conversation() as (socket, stt, turns):
+        stt.queue.put_nowait(started(1))
+        stt.queue.put_nowait(final(1, "Could you find me?"))
+        await settle()
+        stt.queue.put_nowait(started(2))
+        stt.queue.put_nowait({"type": "partial", "utterance": 2, "text": "a train to"})
+        await settle()
+        assert "interrupted" not in socket.types()  # held: it may be the rest of the question
+        stt.queue.put_nowait(final(2, "a train to the coast?"))
+        await settle()
+        assert turns.prompts() == ["Could you find me?", "Could you find me? a train to the coast?"]
+        assert turns.discarded == ["s"] and "interrupted" not in socket.types()
+        (thrown,) = [e for e in socket.sent if e["type"] == "turn_discarded"]
+        assert thrown["prompt"] == "Could you find me?" and thrown["audio_chunks"] == 1
         turns.stop.set()
 
 

@@ -41,13 +41,14 @@ from agent.browser_guard import (
 )
 from agent.config import AgentConfig
 from agent.events import Event, EventClock, TurnError, agent_end, error, interrupted
-from agent.listening import SpokenConversation, TurnTaking
+from agent.listening import SpokenConversation
 from agent.model import Conversations, SessionBusy, text_deltas
 from agent.modes import RUNS, Turn
 from agent.sagemaker_client import bidirectional_client
 from agent.stt_session import STTSession
 from agent.telemetry import TurnTelemetry, tracer_provider
 from agent.tts_session import TTSSession
+from agent.turn_taking import TurnTaking
 from facts import AUDIO_FORMATS, BIDI, MODES
 from tts.wire.sse import encode_event
 

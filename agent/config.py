@@ -18,10 +18,15 @@ DEFAULT_SYSTEM_PROMPT = (
 
 BACKCHANNELS = (
     "mm-hmm",
+    "mm-hm",
     "mhm",
+    "mhmm",
     "mm",
+    "mmm",
+    "hm",
     "hmm",
     "uh-huh",
+    "uh huh",
     "yeah",
     "yep",
     "yes",

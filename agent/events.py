@@ -132,9 +132,14 @@ def answer_resumed(clock: EventClock, utterance: int, heard: str) -> Event:
     return clock.event("answer_resumed", utterance=utterance, heard=heard)
 
 
-def turn_discarded(clock: EventClock, utterance: int, prompt: str, **waste: float | int) -> Event:
-    """A turn started on `utterance`'s pause was thrown away; `waste`: agent.turn_taking.Speculation's."""
-    return clock.event("turn_discarded", utterance=utterance, prompt=prompt, **waste)
+def turn_discarded(
+    clock: EventClock, utterance: int, prompt: str, reason: str, **waste: float | int
+) -> Event:
+    """A turn on `utterance`'s words was thrown away, for `reason`: `went_on` (the user spoke on after the
+    pause it started at), `other_words` (the utterance ended otherwise), `continued` (the rest of its
+    question came over its answer), `left` (the conversation ended first); `waste`: what it had
+    computed (agent.turn_taking.Speculation)."""
+    return clock.event("turn_discarded", utterance=utterance, prompt=prompt, reason=reason, **waste)
 
 
 def listening_end(clock: EventClock, utterances: int, turns: int) -> Event:

@@ -41,7 +41,6 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketState
@@ -66,8 +65,10 @@ from agent.turn_taking import (
     CONTINUATION_S,
     Playback,
     Speculation,
+    TurnTaking,
     ignorable,
     same_words,
+    takes_the_turn_early,
 )
 
 TurnEvents = Callable[[Any, str | None], AsyncIterator[Event]]
@@ -75,20 +76,7 @@ TurnEvents = Callable[[Any, str | None], AsyncIterator[Event]]
 OpenSTT = Callable[[], Awaitable[STTSession]]
 CheckSettings = Callable[[dict[str, Any]], None]
 """Raises a TurnError when `start`'s settings would not make a turn."""
-DiscardTurn = Callable[[str], Awaitable[None]]
-"""Throws the session's latest turn away: its model stopped, the history as before it (agent.model)."""
-
-
-@dataclass(frozen=True)
-class TurnTaking:
-    """How a conversation takes turns (agent.turn_taking; agent.config says what each is). The defaults
-    are the plain rules: any voice interrupts at once, and a turn starts on the final."""
-
-    backchannels: frozenset[str] | None = None
-    preempt_complete: float | None = None
-    discard_turn: DiscardTurn | None = None
-
-
+PLAIN_RULES = TurnTaking()
 SETTINGS = ("mode", "voice", "format")
 MAX_PLAYED_MS = 86_400_000
 # A turn let go of in this long after an interrupt (agent.model.RELEASE_WAIT_S bounds each wait in it).
@@ -125,7 +113,7 @@ class SpokenConversation:
         turn_events: TurnEvents,
         open_stt: OpenSTT,
         check_settings: CheckSettings,
-        turn_taking: TurnTaking = TurnTaking(),
+        turn_taking: TurnTaking = PLAIN_RULES,
     ) -> None:
         self._ws = websocket
         self._rules = turn_taking
@@ -257,7 +245,10 @@ class SpokenConversation:
         elif kind == "partial":
             utterance, text = message["utterance"], message["text"]
             self._emit(transcript_partial(self._clock, utterance, text))
-            if self._held == utterance and not self._ignorable(text) and not self._continuing():
+            early = self._rules.backchannels is not None and takes_the_turn_early(
+                text, self._rules.backchannels
+            )
+            if self._held == utterance and early and not self._continuing():
                 self._held = None  # real words: a barge-in now, not at the utterance's end
                 await self._interrupt()
         elif kind == "pause":
@@ -266,7 +257,7 @@ class SpokenConversation:
             self._preempt(utterance, text, complete)
         elif kind == "speech_resumed":
             if self._speculation is not None and self._speculation[0].utterance == message["utterance"]:
-                await self._discard()
+                await self._discard("went_on")
         elif kind == "final":
             utterance, text = message["utterance"], message["text"]
             self._emit(transcript(self._clock, utterance, text, message["start_ms"], message["end_ms"]))
@@ -302,14 +293,13 @@ class SpokenConversation:
             if self._continuing() and self._work is not None and self._turn is not None:
                 text = f"{self._work.prompt} {text}"  # the rest of the question the answer began on
                 work, task, self._work, self._turn = self._work, self._turn, None, None
-                await self._throw_away(work, task)
+                await self._throw_away(work, task, "continued")
         if self._speculation is not None:
             speculation, _ = self._speculation
             if speculation.utterance == utterance and same_words(speculation.prompt, text):
                 self._adopt()
                 return
-            await self._throw_away(*self._speculation)
-            self._speculation = None
+            await self._discard("other_words")
         if text.strip():
             await self._start_turn(text, utterance)
 
@@ -344,21 +334,21 @@ class SpokenConversation:
             self._playback.sent(event)
             self._emit(event)
 
-    async def _discard(self) -> None:
-        """The user went on after the pause: the held turn stops and leaves no trace."""
+    async def _discard(self, reason: str) -> None:
+        """The held turn is not the turn: it stops and leaves no trace."""
         assert self._speculation is not None
         speculation, task = self._speculation
         self._speculation = None
-        await self._throw_away(speculation, task)
+        await self._throw_away(speculation, task, reason)
 
-    async def _throw_away(self, work: Speculation, task: asyncio.Task[None]) -> None:
+    async def _throw_away(self, work: Speculation, task: asyncio.Task[None], reason: str) -> None:
         """A turn that should not have been: it stops (model and speech), the history is as before it,
         and what it computed is counted."""
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         if self._rules.discard_turn is not None:
             await self._rules.discard_turn(self._session_id)
-        self._emit(turn_discarded(self._clock, work.utterance, work.prompt, **work.waste()))
+        self._emit(turn_discarded(self._clock, work.utterance, work.prompt, reason, **work.waste()))
 
     async def _interrupt(self) -> None:
         """Barge-in: the running turn stops, with what the listener heard recorded; its `interrupted`
@@ -394,7 +384,7 @@ class SpokenConversation:
     async def _stop_turn(self) -> None:
         """The conversation is over (the client left, or the endpoint failed): its turn stops."""
         if self._speculation is not None:
-            await self._discard()
+            await self._discard("left")
         if self._turn is not None and not self._turn.done():
             self._turn.cancel()
             await asyncio.gather(self._turn, return_exceptions=True)

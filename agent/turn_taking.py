@@ -26,15 +26,35 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from agent.events import Event
 from facts import PCM_BYTES_PER_S
+
+DiscardTurn = Callable[[str], Awaitable[None]]
+"""Throws the session's latest turn away: its model stopped, the history as before it (agent.model)."""
+
+
+@dataclass(frozen=True)
+class TurnTaking:
+    """How a conversation takes turns (the rules above; agent.config says what each setting is). The
+    defaults are the plain rules: any voice interrupts at once, and a turn starts on the final."""
+
+    backchannels: frozenset[str] | None = None
+    preempt_complete: float | None = None
+    discard_turn: DiscardTurn | None = None
+
 
 CONTINUATION_S = 3.0
 CONTINUATION_HEARD_MS = 1000.0
 """Words over an answer that began less than CONTINUATION_S after its question ended, with less than
 CONTINUATION_HEARD_MS of it heard, are the rest of that question (a turn ended too early: "Could you
 find me?" ... "a train to the coast"): the answer is thrown away and the two are one turn."""
+PARTIAL_WORDS = 3
+"""A partial transcript over an answer interrupts it once it has this many words that are not all
+backchannels: a backchannel's partials are short and garbled ("Uh", "M-"), a question reaches three
+words within its first partials."""
 MAX_BACKCHANNELS = 2
 """An utterance of at most this many backchannels ("yeah, okay") is one; a third phrase is a turn."""
 _TAG = re.compile(r"\([^)]*\)|\[[^\]]*\]|\*[^*]*\*")
@@ -60,6 +80,11 @@ def ignorable(text: str, backchannels: frozenset[str]) -> bool:
         else:
             return False
     return phrases <= MAX_BACKCHANNELS
+
+
+def takes_the_turn_early(partial: str, backchannels: frozenset[str]) -> bool:
+    """Whether a partial transcript over an answer is already a turn (before its final)."""
+    return len(words(partial)) >= PARTIAL_WORDS and not ignorable(partial, backchannels)
 
 
 def same_words(first: str, second: str) -> bool:

@@ -11,7 +11,8 @@ where the program is installed), resampled to 16 kHz (tools/spoken.py). Four mea
   ends the turn), the transcript, the first token, the first audio; and whether the turn had started
   before the transcript (preemptive), from the turn's own clock;
 - false ends: questions with a 0.5, 1.0 or 1.5 s thinking pause inside (texts.PAUSED_QUESTIONS): an
-  utterance heard as two transcripts ended early;
+  utterance heard as two transcripts ended early; answered in parts, if the agent did not mend it
+  (agent.turn_taking: the rest of a question over an answer just begun makes one turn of the two);
 - false interruptions: over a long spoken answer, backchannels ("mm-hmm", "okay", ...) and cough-like
   noise bursts: an `interrupted` stops it, an `answer_resumed` (or nothing) does not; and a real
   question, which must interrupt: its first sound to `user_speech_started` (where the client pauses);
@@ -160,7 +161,7 @@ async def _over_the_answer(ws_url: str, question: bytes, over: bytes) -> dict[st
         deadline = time.perf_counter() + ANSWER_WAIT_S
         while (audio := talk.first("audio_chunk")) is None or time.perf_counter() < audio[0] + 1.5:
             if time.perf_counter() > deadline:
-                return {"verdict": "no answer", "heard_after_ms": None, "resumed_as": None}
+                return {"verdict": "no answer", "heard_after_ms": None, "heard": [], "partials": []}
             await talk.speak(spoken.silence(0.096))  # the microphone streams on, as a page's does
         said_at = talk.at(await talk.speak(over) + _onset_s(over))
         await talk.speak(spoken.silence(2.5))
@@ -171,7 +172,8 @@ async def _over_the_answer(ws_url: str, question: bytes, over: bytes) -> dict[st
     return {
         "verdict": verdict["type"] if verdict else "none",
         "heard_after_ms": round((started[0] - said_at) * 1000, 1) if started else None,
-        "resumed_as": verdict.get("heard") if verdict else None,
+        "heard": [e["text"] for t, e in talk.events if e["type"] == "transcript" and t >= said_at],
+        "partials": [e["text"] for t, e in talk.events if e["type"] == "transcript_partial" and t >= said_at],
     }
 
 
@@ -234,6 +236,13 @@ def _summary(measured: dict[str, Any]) -> dict[str, Any]:
         "head_start_ms",
     )
     ended_early = [r for r in measured["paused"] if len(r["transcripts"]) > 1]
+    # what the user gets: an early end the agent mended (the rest of the question came over an answer
+    # just begun, which it threw away) is one answer to the whole question
+    answered_in_parts = [
+        r
+        for r in ended_early
+        if len(r["transcripts"]) - sum(d["reason"] == "continued" for d in r["discarded"]) > 1
+    ]
     over = measured["over"]
     stopped = {
         kind: sum(1 for r in over if r["kind"] == kind and r["verdict"] == "interrupted")
@@ -250,6 +259,8 @@ def _summary(measured: dict[str, Any]) -> dict[str, Any]:
         "paused_questions": len(measured["paused"]),
         "ended_early": len(ended_early),
         "false_end_rate": round(len(ended_early) / max(1, len(measured["paused"])), 3),
+        "answered_in_parts": len(answered_in_parts),
+        "answered_in_parts_rate": round(len(answered_in_parts) / max(1, len(measured["paused"])), 3),
         "stopped_by": stopped,
         "tries": tries,
         "question_heard_after_ms": summarize(
@@ -288,7 +299,10 @@ def _print(measured: dict[str, Any], summary: dict[str, Any]) -> None:
         f"end of speech to first audio: median {total.get('median_ms', 0):.0f} ms, "
         f"p90 {total.get('p90_ms', 0):.0f} ms"
     )
-    print(f"paused questions ended early: {summary['ended_early']} of {summary['paused_questions']}")
+    print(
+        f"paused questions ended early: {summary['ended_early']} of {summary['paused_questions']} "
+        f"(answered in parts, after the agent mended what it could: {summary['answered_in_parts']})"
+    )
     print(f"stopped the answer: {summary['stopped_by']} of {summary['tries']}")
     print(
         f"turns thrown away: {summary['discarded_turns']} ({summary['discarded_ran_ms']:.0f} ms of turns, "

@@ -18,8 +18,8 @@ from starlette.websockets import WebSocketState
 
 from agent.config import BACKCHANNELS
 from agent.events import EventClock, agent_end, agent_start, audio_chunk, interrupted, text_delta
-from agent.listening import SpokenConversation, TurnTaking
-from agent.turn_taking import Playback, Speculation, ignorable, same_words
+from agent.listening import SpokenConversation
+from agent.turn_taking import Playback, Speculation, TurnTaking, ignorable, same_words, takes_the_turn_early
 from facts import PCM_BYTES_PER_S
 
 LISTED = frozenset(BACKCHANNELS)
@@ -38,6 +38,13 @@ def test_backchannels_and_noises_leave_the_answer_playing(text: str) -> None:
 )
 def test_words_that_take_the_turn_interrupt_it(text: str) -> None:
     assert not ignorable(text, LISTED)
+
+
+def test_a_partial_takes_the_turn_early_once_it_has_three_words_not_all_backchannels() -> None:
+    assert takes_the_turn_early("What about Spain", LISTED)
+    assert not takes_the_turn_early("Uh", LISTED)  # a backchannel's garbled partial: wait for the final
+    assert not takes_the_turn_early("Yeah, okay", LISTED)
+    assert not takes_the_turn_early("Wait", LISTED)  # its final decides
 
 
 def test_a_held_turn_is_taken_by_the_same_words_only() -> None:
@@ -231,7 +238,11 @@ async def test_words_over_an_answer_just_begun_are_the_rest_of_its_question() ->
         assert turns.prompts() == ["Could you find me?", "Could you find me? a train to the coast?"]
         assert turns.discarded == ["s"] and "interrupted" not in socket.types()
         (thrown,) = [e for e in socket.sent if e["type"] == "turn_discarded"]
-        assert thrown["prompt"] == "Could you find me?" and thrown["audio_chunks"] == 1
+        assert (thrown["prompt"], thrown["reason"], thrown["audio_chunks"]) == (
+            "Could you find me?",
+            "continued",
+            1,
+        )
         turns.stop.set()
 
 
@@ -267,7 +278,11 @@ async def test_a_turn_started_at_a_pause_the_user_talked_on_after_is_thrown_away
         await settle()
         assert turns.discarded == ["s"]
         (thrown,) = [e for e in socket.sent if e["type"] == "turn_discarded"]
-        assert thrown["prompt"] == "Could you find me?" and thrown["audio_chunks"] == 1
+        assert (thrown["prompt"], thrown["reason"], thrown["audio_chunks"]) == (
+            "Could you find me?",
+            "went_on",
+            1,
+        )
         assert "agent_start" not in socket.types()
         stt.queue.put_nowait(final(1, "Could you find me a train to the coast?"))
         await settle()

@@ -6,8 +6,8 @@ playing at `user_speech_started`; `Playback` stops counting), and the utterance 
 ("mm-hmm", "yeah", "right", "okay" alone, or two of them) or a noise (a cough, a breath: Whisper hears no
 words, or a bracketed tag such as "(coughing)") lets the answer resume where it paused, the history
 unchanged (`answer_resumed`); anything else interrupts it as before (what was heard up to the pause
-goes in the history) and is the next turn. A partial transcript with real words interrupts at once,
-without waiting for the utterance's end.
+goes in the history) and is the next turn. A partial transcript of three words, not all backchannels,
+interrupts at once, without waiting for the utterance's end (PARTIAL_WORDS).
 
 Preemptive turns. When the speech-to-text endpoint's `pause` (stt/README.md) says how the utterance ends
 if the user stops here, and its turn model leans finished, the turn starts on that text before the

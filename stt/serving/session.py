@@ -173,14 +173,15 @@ class Session:
             await asyncio.gather(asyncio.shield(self._judging), return_exceptions=True)
 
     def _stop_judging(self) -> None:
-        """The pause being judged is over (a verdict that ends the turn stops nothing: it is the caller)."""
+        """The pause being judged is over (the verdict that ended the turn is the caller: left alone)."""
         if self._judging is not None and self._judging is not asyncio.current_task():
             self._judging.cancel()
 
     async def _judge(self, paused: SpeechPaused, decode: asyncio.Task[Transcript]) -> None:
         """The pause's verdict, once the turn model and the decode are in (the model's ~45 ms is inside
-        the decode's 150-400 ms): `pause` out, and the turn ended here when it sounds finished. Cancelled
-        when speech comes back or the utterance ends otherwise (the decode goes on for the final)."""
+        the decode's 150-400 ms): `pause` out, and the turn ended here when it sounds finished. The audio
+        after the pause waits for it (`_verdict`), so nothing else ends the pause first; a session that
+        ends cancels it (the decode goes on by itself, `_forget`)."""
         try:
             complete = await self._host.turn_complete(paused.samples)
             transcript = await asyncio.shield(decode)

@@ -136,7 +136,7 @@ class SpokenConversation:
         self._speculation: tuple[Speculation, asyncio.Task[None]] | None = None
         self._work: Speculation | None = None
         """The running turn's: its prompt and what it computed."""
-        self._taken_at = 0.0
+        self._taken_at = self._held_at = 0.0
 
     def _emit(self, event: Event) -> None:
         self._outbox.put_nowait(event)
@@ -254,7 +254,8 @@ class SpokenConversation:
         elif kind == "pause":
             utterance, text, complete = message["utterance"], message["text"], message["complete"]
             self._emit(user_paused(self._clock, utterance, text, complete, bool(message["ends"])))
-            self._preempt(utterance, text, complete)
+            if message.get("reads_finished", True):
+                self._preempt(utterance, text, complete)
         elif kind == "speech_resumed":
             if self._speculation is not None and self._speculation[0].utterance == message["utterance"]:
                 await self._discard("went_on")
@@ -278,7 +279,7 @@ class SpokenConversation:
         if self._rules.backchannels is None:
             await self._interrupt()
         elif self._held is None and self._answering():
-            self._held = utterance
+            self._held, self._held_at = utterance, time.perf_counter()
             self._playback.pause()
 
     async def _finished(self, utterance: int, text: str) -> None:
@@ -308,7 +309,7 @@ class SpokenConversation:
         return (
             self._rules.discard_turn is not None
             and self._work is not None
-            and time.perf_counter() - self._taken_at < CONTINUATION_S
+            and self._held_at - self._taken_at < CONTINUATION_S
             and self._playback.played_ms() < CONTINUATION_HEARD_MS
         )
 

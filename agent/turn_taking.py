@@ -52,10 +52,11 @@ CONTINUATION_HEARD_MS = 1000.0
 CONTINUATION_HEARD_MS of it heard, are the rest of that question (a turn ended too early: "Could you
 find me?" ... "a train to the coast"): the answer is thrown away and the two are one turn."""
 PARTIAL_WORDS = 3
-"""A partial transcript over an answer interrupts it once it has this many words that are not all
-backchannels: a backchannel's partials are short and garbled ("Uh", "M-"), a question reaches three
-words within its first partials."""
+"""A partial transcript over an answer interrupts it once it has this many words of two letters or
+more, not all backchannels: a backchannel's partials are short and garbled ("M.M. H." for Kokoro's
+"Mm-hmm"), a question reaches three words within its first partials."""
 MAX_BACKCHANNELS = 2
+HUM_LETTERS = "mhnuap"
 """An utterance of at most this many backchannels ("yeah, okay") is one; a third phrase is a turn."""
 _TAG = re.compile(r"\([^)]*\)|\[[^\]]*\]|\*[^*]*\*")
 _WORDS = re.compile(r"[a-z0-9']+(?:-[a-z0-9']+)*")
@@ -66,10 +67,19 @@ def words(text: str) -> list[str]:
     return _WORDS.findall(_TAG.sub(" ", text.lower()))
 
 
+def _hum(word: str) -> bool:
+    """A hum, however Whisper spells it ("mm-hmm" heard as "mm-hump", "uh-huh" as "unhan"): one word of
+    the letters of hums only, with an m or an h."""
+    letters = word.replace("-", "")
+    return len(letters) >= 2 and set(letters) <= set(HUM_LETTERS) and bool(set(letters) & {"m", "h"})
+
+
 def ignorable(text: str, backchannels: frozenset[str]) -> bool:
-    """Whether an utterance heard over an answer leaves it playing: no words (a noise), or nothing but
-    at most MAX_BACKCHANNELS backchannel phrases."""
+    """Whether an utterance heard over an answer leaves it playing: no words (a noise), one hum, or
+    nothing but at most MAX_BACKCHANNELS backchannel phrases."""
     said = words(text)
+    if len(said) == 1 and _hum(said[0]):
+        return True
     phrases = 0
     while said:
         for size in (2, 1):
@@ -84,7 +94,8 @@ def ignorable(text: str, backchannels: frozenset[str]) -> bool:
 
 def takes_the_turn_early(partial: str, backchannels: frozenset[str]) -> bool:
     """Whether a partial transcript over an answer is already a turn (before its final)."""
-    return len(words(partial)) >= PARTIAL_WORDS and not ignorable(partial, backchannels)
+    said = [word for word in words(partial) if len(word) > 1]  # "M.M. H.": a hum spelled out
+    return len(said) >= PARTIAL_WORDS and not ignorable(partial, backchannels)
 
 
 def same_words(first: str, second: str) -> bool:

@@ -94,17 +94,21 @@ class SpeechResumed:
 TurnEvent = SpeechStarted | SpeechPaused | SpeechResumed | UtteranceEnded
 
 
-def ends_turn(complete: float, text: str, cut: float) -> bool:
-    """Whether a pause ends the turn, on its sound and its meaning: the turn model's probability that the
-    utterance is finished (`complete`) at or above `cut`, and its transcript not ending on what no
-    sentence ends on. A transcript with no words (a cough Whisper heard as nothing) ends at once."""
+def reads_finished(text: str) -> bool:
+    """Whether a transcript could be a whole turn: it does not end on what no sentence ends on."""
     stripped = text.strip()
     if not stripped:
         return True
     if stripped.endswith(UNFINISHED_MARKS):
         return False
-    last = stripped.split()[-1].strip(".?!\"'").lower()
-    return complete >= cut and last not in UNFINISHED_WORDS
+    return stripped.split()[-1].strip(".?!\"'").lower() not in UNFINISHED_WORDS
+
+
+def ends_turn(complete: float, text: str, cut: float) -> bool:
+    """Whether a pause ends the turn, on its sound and its meaning: the turn model's probability that the
+    utterance is finished (`complete`) at or above `cut`, and its transcript reading finished. A
+    transcript with no words (a cough Whisper heard as nothing) ends at once."""
+    return not text.strip() or (complete >= cut and reads_finished(text))
 
 
 def _chunks(ms: int) -> int:

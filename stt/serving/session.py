@@ -42,6 +42,7 @@ from stt.turns import (
     TurnTracker,
     UtteranceEnded,
     ends_turn,
+    reads_finished,
 )
 from stt.wire import protocol
 from stt.wire.protocol import End, ProtocolError, looks_like_control, parse_control, pcm_samples
@@ -194,7 +195,8 @@ class Session:
         async with self._tracking:
             if self._early is None or self._early[0] is not paused:
                 return  # the pause is over: speech came back, or the bound ended the utterance
-            await self._send(protocol.pause(paused.utterance, transcript.text, complete, ends))
+            finished = reads_finished(transcript.text)
+            await self._send(protocol.pause(paused.utterance, transcript.text, complete, finished, ends))
             if ends and (ended := self._turns.end_turn(paused.utterance)) is not None:
                 await self._on_events([ended])
 

@@ -45,6 +45,7 @@ def test_a_partial_takes_the_turn_early_once_it_has_three_words_not_all_backchan
     assert not takes_the_turn_early("Uh", LISTED)  # a backchannel's garbled partial: wait for the final
     assert not takes_the_turn_early("Yeah, okay", LISTED)
     assert not takes_the_turn_early("Wait", LISTED)  # its final decides
+    assert not takes_the_turn_early("M.M. H.", LISTED)  # a hum spelled out
 
 
 def test_a_held_turn_is_taken_by_the_same_words_only() -> None:
@@ -289,6 +290,14 @@ async def test_a_turn_started_at_a_pause_the_user_talked_on_after_is_thrown_away
         assert turns.prompts() == ["Could you find me?", "Could you find me a train to the coast?"]
         assert socket.types().count("agent_start") == 1
         turns.stop.set()
+
+
+async def test_a_pause_whose_words_do_not_read_finished_starts_nothing() -> None:
+    async with conversation() as (socket, stt, turns):
+        stt.queue.put_nowait(started(1))
+        stt.queue.put_nowait({**pause(1, "What is the", 0.96, False), "reads_finished": False})
+        await settle()
+        assert turns.prompts() == [] and "user_paused" in socket.types()
 
 
 async def test_a_pause_that_does_not_lean_finished_starts_nothing() -> None:

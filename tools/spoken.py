@@ -88,9 +88,10 @@ def silence(seconds: float) -> bytes:
 
 def with_pause(text: str, after_words: int, pause_s: float, voice: str) -> bytes:
     """`text` said in `voice` with `pause_s` of silence after its first `after_words` written words: in
-    Kokoro's rendering, cut where the last of them ends (the duration predictor's own timing, as the
-    container's `words` frames give it; cut at the next word's start, the onset of "boil" was heard as
-    "to buy"); espeak-ng stops there itself (SSML `<break>`)."""
+    Kokoro's rendering, cut midway between the last of them and the next (the duration predictor's own
+    timing, as the container's `words` frames give it: cut at the next word's start, the onset of
+    "boil" was heard as "to buy"; at the word's end, "a" was lost); espeak-ng stops there itself (SSML
+    `<break>`)."""
     written = text.split()
     if not 0 < after_words < len(written):
         raise ValueError(f"cannot pause after word {after_words} of {len(written)}")
@@ -102,12 +103,14 @@ def with_pause(text: str, after_words: int, pause_s: float, voice: str) -> bytes
 
     engine = _kokoro()
     audio: list[np.ndarray] = []
-    ends: list[float] = []  # each written word's last sound's end, in ms of the whole rendering
+    timed: list[tuple[float, float]] = []  # each written word's first and last sound, in ms
     for tokens, words in engine.timed_segments(text, speech_text(text), "en-us"):
         features = engine.features(tokens, voice, 1.0)
-        ends += [w.end_ms for w in words.times(features.durations, sum(map(len, audio))).words]
+        timed += [(w.start_ms, w.end_ms) for w in words.times(features.durations, sum(map(len, audio))).words]
         audio.append(engine.decode(features))
-    cut = round(ends[after_words - 1] * SAMPLE_RATE / 1000) if len(ends) > after_words else None
+    cut = None
+    if len(timed) > after_words:  # midway between the two words: all of the one, none of the next
+        cut = round((timed[after_words - 1][1] + timed[after_words][0]) / 2 * SAMPLE_RATE / 1000)
     if cut is None:
         raise ValueError(f"Kokoro's timings of {text!r} have no word {after_words + 1}")
     samples = np.concatenate(audio)

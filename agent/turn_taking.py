@@ -57,6 +57,7 @@ more, not all backchannels: a backchannel's partials are short and garbled ("M.M
 "Mm-hmm"), a question reaches three words within its first partials."""
 MAX_BACKCHANNELS = 2
 HUM_LETTERS = "mhnuap"
+MAX_HUM_PIECES = 3
 """An utterance of at most this many backchannels ("yeah, okay") is one; a third phrase is a turn."""
 _TAG = re.compile(r"\([^)]*\)|\[[^\]]*\]|\*[^*]*\*")
 _WORDS = re.compile(r"[a-z0-9']+(?:-[a-z0-9']+)*")
@@ -68,8 +69,8 @@ def words(text: str) -> list[str]:
 
 
 def _hum(word: str) -> bool:
-    """A hum, however Whisper spells it ("mm-hmm" heard as "mm-hump", "uh-huh" as "unhan"): one word of
-    the letters of hums only, with an m or an h."""
+    """A hum, however Whisper spells it ("mm-hmm" heard as "mm-hump" or "M.M. Hump", "uh-huh" as
+    "unhan"): the letters of hums only, with an m or an h."""
     letters = word.replace("-", "")
     return len(letters) >= 2 and set(letters) <= set(HUM_LETTERS) and bool(set(letters) & {"m", "h"})
 
@@ -78,7 +79,7 @@ def ignorable(text: str, backchannels: frozenset[str]) -> bool:
     """Whether an utterance heard over an answer leaves it playing: no words (a noise), one hum, or
     nothing but at most MAX_BACKCHANNELS backchannel phrases."""
     said = words(text)
-    if len(said) == 1 and _hum(said[0]):
+    if len(said) <= MAX_HUM_PIECES and _hum("".join(said)):  # "M.M. Hump": a hum spelled in pieces
         return True
     phrases = 0
     while said:

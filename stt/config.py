@@ -29,8 +29,19 @@ class STTConfig(ContainerSettings):
     language: str = "en"
     beam_size: int = setting(1, within=(1, 10))
     vad_threshold: float = setting(0.5, within=(0.05, 0.95))
-    end_of_turn_ms: int = setting(600, within=(100, 5000))
-    """Silence after speech that ends the utterance (the user's turn)."""
+    end_of_turn_ms: int = setting(1800, within=(100, 5000))
+    """Silence after speech that ends the utterance (the user's turn) whatever the turn model says: how
+    long a turn that sounds unfinished ("my number is five five five ...") waits for more. Over 1.5 s, so
+    a thinking pause of 0.5-1.5 s inside a question does not cut it (`python -m benchmarks voice_turn`)."""
+    turn_check_ms: int = setting(128, within=(32, 2000))
+    """Silence after speech at which the final decode starts and the turn model (Smart Turn) is asked
+    whether the utterance sounds finished; one that does ends there. Four VAD chunks: past most dips
+    between words (one or two chunks), so the decode is rarely wasted mid-sentence."""
+    turn_model: str = setting("smart-turn", one_of=("smart-turn", "off"))
+    """`smart-turn`: Pipecat's Smart Turn v3.2 judges each pause (stt/engines/smart_turn.py); `off`: only
+    `end_of_turn_ms` of silence ends a turn."""
+    turn_complete: float = setting(0.5, within=(0.01, 0.99))
+    """Smart Turn's probability at or above which a pause ends the turn (its own cut)."""
     min_speech_ms: int = setting(200, within=(0, 2000))
     """An utterance with less speech than this is a false start (a cough, a click): no final."""
     speech_pad_ms: int = setting(200, within=(0, 1000))

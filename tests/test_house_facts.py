@@ -23,6 +23,7 @@ FACT_VALUES = (
     "whisper-stt",
     "jm_kumo",
     "kokoro-82m",
+    "voice_agent",
     ("pcm", "wav", "mp3", "aac", "opus"),
     ("bidi", "batch"),
 )

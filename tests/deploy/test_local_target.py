@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from deploy.aws import Aws
-from deploy.commands import run
+from deploy.cli import run
 from deploy.config import DeployConfig
 from deploy.local_toolkit import START_HINT, LocalToolkit, RehearsalError
-from deploy.part import Identity
+from deploy.parts.base import Identity
 from emulator.server import Emulator, emulator_in_thread
 from facts import HOST_PLATFORM, REHEARSAL_PLATFORM_TAG
 from tests.emulator.support import endpoint, fast_config, manifest, model, variant

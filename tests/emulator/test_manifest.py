@@ -1,4 +1,5 @@
-"""Manifests: the shipped ones load, malformed or unreadable ones are ManifestError."""
+"""Manifests: the shipped ones load, malformed or unreadable ones are ManifestError, a manifest's images
+carry what the runtimes need, and its dashboard is put into the emulator's CloudWatch."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from emulator.manifest import DEFAULT_MANIFEST, VOICE_MANIFEST, Manifest, ManifestError, load_manifest
+from emulator.server import emulator_in_thread
+from tests.emulator.support import boto_client, fast_config
 
 
 def test_shipped_manifests_load() -> None:
@@ -28,11 +31,31 @@ def test_default_manifest_is_the_kokoro_endpoint() -> None:
 
 @pytest.mark.parametrize(
     "obj",
-    ["text", {"resources": [{"kind": "Pod", "spec": {}}]}, {"extra": 1}, {"images": {"x": {"cmd": "no"}}}],
+    [
+        "text",
+        {"resources": [{"kind": "Pod", "spec": {}}]},
+        {"extra": 1},
+        {"images": {"x": {"cmd": "no"}}},
+        {"images": {"x": {"command": ["a"], "listen_variables": ["HOST_ONLY"]}}},
+    ],
 )
 def test_malformed_manifests_are_manifest_errors(obj: object) -> None:
     with pytest.raises(ManifestError):
         Manifest.from_obj(obj)
+
+
+def test_an_image_says_where_its_container_listens_and_a_dashboard_is_put(tmp_path: Path) -> None:
+    images = {"toy": {"command": ["{python}", "-m", "toy"], "listen_variables": ["TOY_HOST", "TOY_PORT"]}}
+    body = '{"widgets": [{"type": "text", "properties": {"markdown": "hi"}}]}'
+    dashboard = {"kind": "Dashboard", "spec": {"DashboardName": "toy-voice", "DashboardBody": body}}
+    loaded = Manifest.from_obj({"images": images, "resources": [dashboard]})
+    assert loaded.images["toy"].listen_variables == ("TOY_HOST", "TOY_PORT")
+    assert [(r.service, r.operation, r.name) for r in loaded.resources] == [
+        ("cloudwatch", "PutDashboard", "toy-voice")
+    ]
+    with emulator_in_thread(fast_config(tmp_path), loaded) as emu:
+        got = boto_client(emu, "cloudwatch").get_dashboard(DashboardName="toy-voice")
+    assert got["DashboardBody"] == body
 
 
 def test_unreadable_manifest_is_a_manifest_error(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import re
 import httpx
 import pytest
 
-from deploy.config import LISTENING_IMAGE
+from deploy.product import PRODUCT
 from emulator.controller.runtimes import BIDI_LABEL
 from tests.support.docker import STT_IMAGE, built, docker_client, inside, serving
 from tests.support.dockerfiles import LABEL, STT_BUILDS, ImageBuild, environment, final_stage, runs
@@ -40,16 +40,17 @@ def test_dockerfile_meets_the_sagemaker_contract(image: ImageBuild):
 
 
 def test_the_gpu_image_asks_for_cuda_and_finds_cublas_where_its_requirements_put_it():
-    dockerfile = REPO / LISTENING_IMAGE.dockerfile
+    image = PRODUCT.listening.gpu_image
+    dockerfile = REPO / image.dockerfile
     env = environment(dockerfile)
     assert env["STT_DEVICE"] == "cuda", "a GPU instance must not fall back to the CPU unasked"
     assert (env["NVIDIA_VISIBLE_DEVICES"], env["NVIDIA_DRIVER_CAPABILITIES"]) == ("all", "compute,utility")
     # The venv's site-packages of the base's python3.12, where pip puts the nvidia-cublas-cu12 wheel.
     assert env["LD_LIBRARY_PATH"] == "/opt/venv/lib/python3.12/site-packages/nvidia/cublas/lib"
     text = dockerfile.read_text()
-    assert f"pip install --require-hashes --no-deps -r {LISTENING_IMAGE.requirements}" in text
+    assert f"pip install --require-hashes --no-deps -r {image.requirements}" in text
     assert "ctypes.CDLL('libcublas.so.12')" in text, "the build stage loads cuBLAS by CTranslate2's name"
-    requirements = (REPO / LISTENING_IMAGE.requirements).read_text()
+    requirements = (REPO / image.requirements).read_text()
     assert re.search(r"^nvidia-cublas-cu12==12\.", requirements, re.M)
     assert not re.search(r"^(torch|nvidia-cudnn-cu12|nvidia-cuda-runtime-cu12)==", requirements, re.M)
 

@@ -3,7 +3,8 @@
 Docker-marked tests run against the engine that answers (`scripts/test` starts one where the machine
 allows it). Where none answers they skip with the reason, except in CI (`CI=true`), where they fail:
 CI must run them. The images come from the repository's Dockerfiles through `emulator.images`, the
-same code as `python -m emulator up --runtime docker`, built once per test session when missing.
+same code as `python -m emulator up --runtime docker`, from the Dockerfiles the manifests name, built once
+per test session when missing.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from collections.abc import Iterator, Mapping
 import docker
 import pytest
 
-from emulator.config import ImageSpec, default_images
+from emulator.config import ImageSpec
 from emulator.controller.runtimes import RuntimeUnavailable
 from emulator.controller.runtimes.docker import connect
 from emulator.images.build import ensure_images
+from tests.support.dockerfiles import known_images
 
 # testcontainers' reaper (Ryuk) is an image from Docker Hub; every test removes its own containers.
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -57,7 +59,7 @@ def require_docker() -> None:
 @functools.cache
 def built(image: str) -> str:
     """`image` in the engine, built from its Dockerfile (progress on stderr) when missing."""
-    ensure_images([image], default_images(), progress=lambda line: print(line, file=sys.stderr, flush=True))
+    ensure_images([image], known_images(), progress=lambda line: print(line, file=sys.stderr, flush=True))
     return image
 
 

@@ -9,8 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from emulator.config import STT_BUILD_ARGS, TTS_BUILD_ARGS, default_images
+from deploy.product import STT_BUILD_ARGS, TTS_BUILD_ARGS
+from emulator.config import ImageSpec, default_images
 from emulator.controller.runtimes import BIDI_LABEL
+from emulator.manifest import VOICE_MANIFEST, load_manifest
 from tests.support.paths import REPO
 
 LABEL = f"{BIDI_LABEL}=true"
@@ -18,6 +20,12 @@ LABEL = f"{BIDI_LABEL}=true"
 KIT_DOCKERFILE = REPO / "container_kit" / "Dockerfile"
 # The kit's ENTRYPOINT: it execs `python -m $CONTAINER_PACKAGE` (container_kit/__main__.py).
 KIT_ENTRYPOINT = ["python", "-m", "container_kit"]
+
+
+def known_images() -> dict[str, ImageSpec]:
+    """Every image the emulator builds here: its own (echo) and the product's, as its manifests give them
+    (compose/voice.yaml's hold them all; deploy/product.py writes them)."""
+    return {**default_images(), **load_manifest(VOICE_MANIFEST).images}
 
 
 @dataclass(frozen=True)
@@ -49,10 +57,10 @@ STT_BUILDS = [STT_CPU, ImageBuild(REPO / "stt" / "Dockerfile.gpu")]
 
 def builds_of(dockerfile: Path) -> list[ImageBuild]:
     """How `dockerfile` is built: with each set of build arguments the emulator's images give it
-    (emulator/config.py), or, a Dockerfile they do not name with any, as it is."""
+    (`known_images`), or, a Dockerfile they do not name with any, as it is."""
     named = {
         tuple(sorted(spec.build_args.items()))
-        for spec in default_images().values()
+        for spec in known_images().values()
         if spec.dockerfile and REPO / spec.dockerfile == dockerfile and spec.build_args
     }
     return [ImageBuild(dockerfile, dict(args)) for args in sorted(named)] or [ImageBuild(dockerfile)]

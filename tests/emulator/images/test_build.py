@@ -13,6 +13,7 @@ from emulator.images import ImageBuildError
 from emulator.images.build import BuildRequest, build_requests
 from emulator.images.build_config import build_config_files, proxy_build_args
 from tests.support import docker as docker_support
+from tests.support.dockerfiles import known_images
 
 
 def test_the_configured_ca_bundle_and_remote_indexes_reach_the_build(tmp_path: Path) -> None:
@@ -54,7 +55,7 @@ def test_proxies_are_build_arguments() -> None:
 def test_the_repository_images_map_to_their_dockerfiles_and_build_arguments() -> None:
     requests = build_requests(
         ["voice-agent-aws/kokoro-tts:latest", "voice-agent-aws/whisper-stt:1", "voice-agent-aws/echo:dev"],
-        default_images(),
+        known_images(),
     )
     assert [(r.image, r.dockerfile, r.build_args.get("PACKAGE")) for r in requests] == [
         ("voice-agent-aws/kokoro-tts:latest", "container_kit/Dockerfile", "tts"),
@@ -62,7 +63,11 @@ def test_the_repository_images_map_to_their_dockerfiles_and_build_arguments() ->
         ("voice-agent-aws/echo:dev", "emulator/echo.Dockerfile", None),
     ]
     with pytest.raises(ImageBuildError, match="no Dockerfile is known for it"):
-        build_requests(["someone/else:1"], default_images())
+        build_requests(["someone/else:1"], known_images())
+    with pytest.raises(
+        ImageBuildError, match="no Dockerfile is known for it"
+    ):  # the emulator knows echo only
+        build_requests(["voice-agent-aws/kokoro-tts:latest"], default_images())
 
 
 def test_a_manifest_image_names_its_build_arguments_and_never_the_base() -> None:

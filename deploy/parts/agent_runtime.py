@@ -1,5 +1,6 @@
-"""The agent part: the voice agent on AgentCore Runtime (runtime role, runtime), speaking through the
-speech endpoint and, with `--listen`, listening through the speech-to-text endpoint."""
+"""The agent's runtime as a part: the voice agent on AgentCore Runtime (`voice_agent`: its role, the
+runtime), speaking through the Kokoro endpoint and, with `--listen`, listening through the
+speech-to-text endpoint."""
 
 from __future__ import annotations
 
@@ -9,33 +10,38 @@ from typing import TYPE_CHECKING
 from deploy.aws import Aws
 from deploy.errors import Problem
 from deploy.model_dir import ModelSource
-from deploy.naming import agent_stack
-from deploy.part import Identity, Part
+from deploy.parts.base import Identity, Part
 from deploy.status import NOT_DEPLOYED, Status, endpoint_status, runtime_status
 from deploy.teardown import image_lines
 from deploy.waiters import wait_runtime_ready
-from facts import STT_ENDPOINT
 
 if TYPE_CHECKING:
     from deploy.stacks import cdk
 
 
-class AgentPart(Part):
-    kind = "agent"
+class AgentRuntimePart(Part):
     arm64_image = True
 
     @property
+    def name(self) -> str:
+        return self.config.product.agent.name
+
+    @property
     def stacks(self) -> tuple[str, ...]:
-        return agent_stack("Base"), agent_stack("Runtime")
+        return self.config.product.agent.stacks
+
+    def uses(self) -> tuple[str, ...]:
+        product = self.config.product
+        return (product.speech.name, *((product.listening.name,) if self.config.listen else ()))
 
     def build(self, app: cdk.App, source: Callable[[], ModelSource]) -> list[cdk.Stack]:
         # Imported here: aws-cdk-lib is the `cdk` extra, and status and destroy run without it.
-        from deploy.stacks.agent_runtime import AgentRuntimeStack
-        from deploy.stacks.base import AgentBaseStack
+        from deploy.stacks.agent_runtime import AgentRuntimeStack, RuntimeRoleStack
 
-        base = AgentBaseStack(app, agent_stack("Base"), config=self.config)
+        base_id, runtime_id = self.stacks
+        base = RuntimeRoleStack(app, base_id, config=self.config)
         runtime = AgentRuntimeStack(
-            app, agent_stack("Runtime"), config=self.config, runtime_role_arn=base.runtime_role.role_arn
+            app, runtime_id, config=self.config, runtime_role_arn=base.runtime_role.role_arn
         )
         return [base, runtime]
 
@@ -43,22 +49,22 @@ class AgentPart(Part):
         return not self.config.agent_image_uri
 
     def check(self, aws: Aws, identity: Identity, parts: Sequence[Part], problems: list[Problem]) -> None:
-        """Deployed without the speech part (and, with `--listen`, the listening part), the agent needs
-        the endpoints it speaks and listens through to exist."""
+        """Deployed without its endpoints, the agent needs the ones it speaks and listens through to
+        exist already."""
         config = self.config
-        needed = [("speech", "speaks", config.endpoint_name, config.model, "--tts-endpoint")]
+        needed = [(config.product.speech.name, "speaks", config.tts_endpoint, "--tts-endpoint")]
         if config.listen:
-            needed.append(("listening", "listens", config.stt_endpoint, STT_ENDPOINT, "--stt-endpoint"))
-        deployed = {part.kind for part in parts}
-        for kind, does, endpoint, model, flag in needed:
-            if kind in deployed:
+            needed.append((config.product.listening.name, "listens", config.stt_endpoint, "--stt-endpoint"))
+        deployed = {part.name for part in parts}
+        for part, does, endpoint, flag in needed:
+            if part in deployed:
                 continue
             if endpoint_status(aws.client("sagemaker"), endpoint).state == NOT_DEPLOYED:
                 problems.append(
                     Problem(
-                        f"{kind} endpoint",
+                        f"endpoint {part}",
                         f"the agent {does} through {endpoint!r}, which does not exist",
-                        f"speech-infra deploy {model} first, or pass {flag}",
+                        f"python -m deploy deploy {part} first, or pass {flag}",
                     )
                 )
 
@@ -77,7 +83,7 @@ class AgentPart(Part):
         region = identity.region
         prefix = f"/aws/bedrock-agentcore/runtimes/{self.config.runtime_name}-"
         return [
-            *image_lines(outputs.get(agent_stack("Runtime"), {}).get("ImageUri"), identity, "agent"),
+            *image_lines(outputs.get(self.stacks[-1], {}).get("ImageUri"), identity, self.name),
             f"- CloudWatch Logs: log groups starting with {prefix}",
             f"    list: aws logs describe-log-groups --log-group-name-prefix {prefix} --region {region}",
             f"    delete each: aws logs delete-log-group --log-group-name NAME --region {region}",

@@ -1,9 +1,11 @@
 """What a deployable part is (the `Part` interface) and who deploys where (`Identity`).
 
-A part knows its stacks in deploy order (destroy walks them backwards), how to build them into the
+A part is one thing the product's definition names (deploy/product.py): an endpoint (`endpoint.py`:
+`kokoro-82m`, `whisper-stt`) or the agent's runtime (`agent_runtime.py`: `voice_agent`), called by that
+name. It knows its stacks in deploy order (destroy walks them backwards), how to build them into the
 CDK app, what it needs before a deploy, how to wait for it and report it, and what destroy leaves
-behind on purpose. The parts themselves (speech, agent) are in `deploy/parts/`; the prerequisites,
-the orchestration and the teardown see only this interface and never branch on which part it is.
+behind on purpose. The prerequisites, the orchestration and the teardown see only this interface and
+never branch on which part it is.
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ class Identity:
 
 
 class Part(ABC):
-    kind: str
     arm64_image: bool = False
     """Its image runs on ARM64 (AgentCore), so a local build needs an emulating builder."""
 
@@ -43,8 +44,17 @@ class Part(ABC):
 
     @property
     @abstractmethod
+    def name(self) -> str:
+        """Its name in the product's definition, which the command line takes and its lines begin with."""
+
+    @property
+    @abstractmethod
     def stacks(self) -> tuple[str, ...]:
         """Its stacks, in deploy order."""
+
+    def uses(self) -> tuple[str, ...]:
+        """The parts it works through (the agent: its endpoints), which its status reports too."""
+        return ()
 
     @abstractmethod
     def build(self, app: cdk.App, source: Callable[[], ModelSource]) -> list[cdk.Stack]:

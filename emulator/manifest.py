@@ -1,4 +1,4 @@
-"""Manifests: the SageMaker and AgentCore resources to create at start-up, as YAML.
+"""Manifests: the SageMaker, AgentCore and CloudWatch resources to create at start-up, as YAML.
 
 ```yaml
 images:                       # optional: image -> local command for the `process` runtime
@@ -14,7 +14,13 @@ resources:                    # applied in order, through the same code as the A
   - kind: AgentRuntime        # spec = the bedrock-agentcore-control create_agent_runtime request
     spec: {agentRuntimeName: a, agentRuntimeArtifact: {containerConfiguration: {containerUri: agent:latest}},
            roleArn: "arn:aws:iam::123456789012:role/a", environmentVariables: {K: V}}
+  - kind: Dashboard           # spec = the CloudWatch PutDashboard request (DashboardBody: a JSON string)
+    spec: {DashboardName: d, DashboardBody: '{"widgets": [{"type": "metric", "properties": {"metrics":
+           [["Namespace", "Metric", "Dimension", "value", {"stat": "p90", "period": 60}]]}}]}'}
 ```
+
+A dashboard is what `python -m emulator status` shows the latest values of (emulator/admin/dashboards.py),
+as a stack's `AWS::CloudWatch::Dashboard` is: the emulator names no metric of its own.
 
 A bare list is read as `resources`. `include: [other.yaml, ...]` (paths relative to the manifest) applies
 those manifests' resources first, in order, then this one's; their `images` are merged, this one's last.
@@ -35,8 +41,9 @@ KINDS = {
     "EndpointConfig": ("sagemaker", "CreateEndpointConfig"),
     "Endpoint": ("sagemaker", "CreateEndpoint"),
     "AgentRuntime": ("bedrock-agentcore-control", "CreateAgentRuntime"),
+    "Dashboard": ("cloudwatch", "PutDashboard"),
 }
-"""kind -> (service, operation) of the call that creates it (emulator/app.py's `Services.call`)."""
+"""kind -> (service, operation) of the call that creates it (emulator/server/app.py's `Services.call`)."""
 NAME_FIELDS = {"AgentRuntime": "agentRuntimeName"}
 DEFAULT_MANIFEST = Path(__file__).resolve().parent.parent / "compose" / "emulator.yaml"
 VOICE_MANIFEST = DEFAULT_MANIFEST.with_name("voice.yaml")

@@ -6,9 +6,11 @@ still a circle a reader has to untangle) and `importlib.import_module("...")` lo
 Rooms: `facts` (the product's shared facts) is below them all and may be imported by every room;
 `container_kit` (what every model container is built from) imports only itself; `tts` and `stt` (the
 containers) depend on it and on nothing else of ours, never on each other, and every image that copies
-one copies the kit; `agent` on `tts.wire.sse` and `tts.text.speech_text`
-alone (its image carries just those files); `emulator` runs `tts` and `agent` as processes and imports
-neither; `deploy` reads `agent.config` and no more of the agent; the development tools sit on top:
+one copies the kit; `agent` on `tts.wire.sse` and `tts.text.speech_text` alone (its image carries just
+those files); `emulator`, an AWS emulator anyone could point at their own containers, runs `tts` and
+`agent` as processes and imports nothing of ours but itself (not `facts` either: the product's names
+reach it only through the manifests and the stacks); `deploy` reads `agent.config` and no more of the
+agent; the development tools sit on top:
 `tools` (the client tools: demo, listener, client session loop, ASR judge, fidelity) may use the shipped
 packages, `local_stack` those and `tools`, `benchmarks` those and `local_stack`. Shipped packages import
 no test or development tool, and their images carry none (`COPY` lines: tests/test_house_images.py).
@@ -41,7 +43,7 @@ ALLOWED = {
     "tts": ("tts", "container_kit", *SHARED),
     "stt": ("stt", "container_kit", *SHARED),
     "agent": ("agent", "tts.wire.sse", "tts.text.speech_text", *SHARED),
-    "emulator": ("emulator", "gateway.front", *SHARED),
+    "emulator": ("emulator",),
     "deploy": ("deploy", "agent.config", *SHARED),
     "gateway": ("gateway", *SHARED),
     "tools": ("tools", *SHIPPED, *SHARED),
@@ -87,6 +89,7 @@ LAYERS = {
         "emulator.config": 0,
         "emulator.processes": 0,
         "emulator.wire": 1,
+        "emulator.manifest": 1,  # the resources to create at start-up, read and checked: config below it
         "emulator.controller": 2,
         "emulator.llm.base": 2,
         "emulator.llm.threads": 2,  # the models' thread budget and priority: the factory and SmolLM2 use it
@@ -95,6 +98,11 @@ LAYERS = {
         "emulator.llm.smollm": 3,
         "emulator.llm": 4,  # the factory, the one module that imports the reply models
         "emulator.services": 5,
+        "emulator.admin": 6,  # the operator's routes, over the services' state
+        "emulator.images": 6,  # CloudFormation's image assets built: over its ImageAsset
+        "emulator.server": 7,  # the app and the running emulator: the services, the operator's routes wired
+        "emulator.cli": 8,  # a detached emulator found through its record, and what it answers printed
+        "emulator.__main__": 9,  # the command line, the way in
     },
     "deploy": {
         "deploy.errors": 0,

@@ -41,7 +41,7 @@ from emulator.services.agentcore.shapes import (
 from emulator.wire.awsjson import Operation
 
 
-class AgentRuntimeControl:
+class AgentCoreControl:
     def __init__(
         self,
         store: Store,

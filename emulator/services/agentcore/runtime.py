@@ -39,7 +39,7 @@ from emulator.config import EmulatorConfig
 from emulator.controller.forward import post_invocation
 from emulator.controller.routing import Lease
 from emulator.controller.store import AgentRuntime, Replica
-from emulator.services.agentcore.control import AgentRuntimeControl
+from emulator.services.agentcore.control import AgentCoreControl
 from emulator.services.agentcore.errors import (
     access_denied,
     agentcore_error,
@@ -89,7 +89,7 @@ class Invocation:
 
 
 def resolve(
-    control: AgentRuntimeControl,
+    control: AgentCoreControl,
     target: str,
     qualifier: str | None,
     session_id: str | None,
@@ -152,7 +152,7 @@ def payload_too_large(limit: int) -> AwsError:
 
 
 def runtime_handlers(
-    config: EmulatorConfig, control: AgentRuntimeControl, http: httpx.AsyncClient
+    config: EmulatorConfig, control: AgentCoreControl, http: httpx.AsyncClient
 ) -> dict[str, Handler]:
     """InvokeAgentRuntime (served by routes.py)."""
 

@@ -74,7 +74,7 @@ ROLLBACK = " Rollback requested by user."
 
 
 class Peers(Protocol):
-    """The other services, as emulator/app.py wires them (`Services`)."""
+    """The other services, as emulator/server/app.py wires them (`Services`)."""
 
     def call(self, service: str, operation: str, body: dict[str, Any]) -> dict[str, Any]: ...
 
@@ -111,7 +111,7 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or repr(exc)
 
 
-class CloudFormation:
+class CloudFormationControl:
     def __init__(self, config: EmulatorConfig, store: Store, peers: Peers, images: ImageAssets) -> None:
         self.config = config
         self.store = store

@@ -3,7 +3,7 @@ so adding a type is one function and one line.
 
 Each entry turns a resource's resolved properties into the other services' control operations
 (`Context.call(service, operation, request)`: boto3's service names, the API's operation names, wired
-by emulator/app.py as `Services.call`) and returns what was made (`Made`): its physical id, its
+by emulator/server/app.py as `Services.call`) and returns what was made (`Made`): its physical id, its
 `Fn::GetAtt` attributes, the steps that delete it, and a note of what the emulator does not honour,
 which becomes the resource's CREATE_COMPLETE event reason (never dropped without a word).
 

@@ -21,7 +21,7 @@ from emulator.services.sagemaker.shapes import arn, parse_endpoint_config, parse
 from emulator.wire.awsjson import Operation
 
 
-class ControlPlane:
+class SageMakerControl:
     def __init__(
         self, config: EmulatorConfig, store: Store, runtime: Runtime, controller: Controller
     ) -> None:

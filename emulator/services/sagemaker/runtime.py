@@ -73,10 +73,10 @@ async def open_invocation(
     headers: dict[str, str],
     variant: str | None = None,
 ) -> Invocation:
-    """The path every invocation of an endpoint takes (InvokeEndpoint, its response stream, and the
-    OpenAI routes in front of them, emulator/openai_routes.py): the payload limit, a replica of the
-    endpoint, the fidelity's inbound delay, the replica's answer opened as a stream. A routing failure
-    is SageMaker's error; no answer from the container is the 424 with status 0."""
+    """The path every invocation of an endpoint takes (InvokeEndpoint and its response stream): the
+    payload limit, a replica of the endpoint, the fidelity's inbound delay, the replica's answer opened
+    as a stream. A routing failure is SageMaker's error; no answer from the container is the 424 with
+    status 0."""
     if len(body) > MAX_PAYLOAD:
         raise payload_too_large(MAX_PAYLOAD)
     try:

@@ -15,14 +15,14 @@ import pytest
 
 from emulator.config import EmulatorConfig
 from emulator.controller.store import AgentRuntime, Store
-from emulator.services.cloudformation.control import CloudFormation, ImageAsset
+from emulator.services.cloudformation.control import CloudFormationControl, ImageAsset
 from emulator.services.cloudformation.resources import STACK_TAG
 from emulator.wire.awserrors import AwsError
 
 ARN = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/voice_agent-abcdefghij"
 
 
-def stacks(*tagged: str) -> tuple[CloudFormation, list[tuple[str, str, dict[str, Any]]]]:
+def stacks(*tagged: str) -> tuple[CloudFormationControl, list[tuple[str, str, dict[str, Any]]]]:
     store, calls = Store(), []
     for n, stack in enumerate(tagged):
         artifact = {"containerConfiguration": {"containerUri": f"agent:{n}"}}
@@ -38,7 +38,7 @@ def stacks(*tagged: str) -> tuple[CloudFormation, list[tuple[str, str, dict[str,
         def offers(self, service: str) -> bool:
             return False
 
-    return CloudFormation(EmulatorConfig(), store, Peers(), images=None), calls  # type: ignore[arg-type]
+    return CloudFormationControl(EmulatorConfig(), store, Peers(), images=None), calls  # type: ignore[arg-type]
 
 
 def test_a_stack_is_its_tagged_runtimes_with_the_runtime_stacks_outputs():
@@ -102,7 +102,7 @@ def create_from_assembly(tmp_path: Path, source: dict[str, Any]) -> tuple[Record
     assets = {"dockerImages": {"a" * 64: {"source": source, "destinations": {}}}}
     (tmp_path / "Kit.assets.json").write_text(json.dumps(assets))
     store, images = Store(), Recorder()
-    cloudformation = CloudFormation(EmulatorConfig(home=tmp_path), store, NoPeers(), images)
+    cloudformation = CloudFormationControl(EmulatorConfig(home=tmp_path), store, NoPeers(), images)
 
     async def create() -> list[str]:
         stack_id = cloudformation.CreateStack({"StackName": "Kit", "TemplateURL": template.as_uri()})[

@@ -16,7 +16,7 @@ from deploy.config import DeployConfig
 from emulator.config import EmulatorConfig
 from emulator.controller.store import Store
 from emulator.images.assets import image_tag
-from emulator.services.cloudformation.control import CloudFormation, ImageAsset
+from emulator.services.cloudformation.control import CloudFormationControl, ImageAsset
 from emulator.services.cloudformation.resources import STACK_TAG
 from emulator.services.cloudwatch.control import CloudWatchControl
 from emulator.services.cloudwatch.runtime import Metrics
@@ -89,7 +89,7 @@ def applied(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         assert deploy_main(argv) == 0
     config = EmulatorConfig(home=tmp_path_factory.mktemp("home"), account_id=ACCOUNT, region=REGION)
     recorder, store = Recorder(), Store()
-    cloudformation = CloudFormation(config, store, recorder, TagsWithoutBuilding())
+    cloudformation = CloudFormationControl(config, store, recorder, TagsWithoutBuilding())
 
     async def create() -> None:
         for stack in STACKS:

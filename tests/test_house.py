@@ -300,8 +300,9 @@ SERVICE_ROLES = {
     "control": 2,
     "runtime": 2,
     "bidirectional": 2,
-    "template": 2,
+    "template": 1,
     "resources": 2,
+    "provisioning": 2,
     "routes": 3,
 }
 REQUIRED_ROLES = ("routes", "errors")

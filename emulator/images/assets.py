@@ -13,7 +13,7 @@ import docker.errors
 from emulator.images import docker_client, image_exists
 from emulator.images.base import resolve_base
 from emulator.images.build import BuildRequest, build_image
-from emulator.services.cloudformation.control import ImageAsset
+from emulator.services.cloudformation.shapes import ImageAsset
 
 REPOSITORY = "voice-agent-aws-rehearsal"
 

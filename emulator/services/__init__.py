@@ -10,11 +10,13 @@
 - `control.py` — control-plane operations as plain methods (dict in, dict out) over the store, so the
   manifests, the tests and boto3 reach the same code.
 - `runtime.py` — data-plane operations (invocations, converse).
-- `shapes.py` — requests checked and typed into the store's resources.
+- `shapes.py` — requests (and, for CloudFormation, what a template names) checked and typed.
 - `bidirectional.py` — (SageMaker) the HTTP/2 event stream <-> the container's WebSocket.
 - `template.py` — (CloudFormation) a template's intrinsic functions and creation order (no I/O).
 - `resources.py` — (CloudFormation) the resource-type table: each type's resources created through
   the other services' operations.
+- `provisioning.py` — (CloudFormation) a stack applied in the background: its resources made in order,
+  each a stack event, rolled back or deleted newest first.
 - `series.py` — (CloudWatch) the metric store, one metric at a time: its datapoints as columns in time
   order and CloudWatch's statistics over a range of them (numpy; no I/O).
 - `request_log.py` — (Bedrock) the requests the service answered, kept for the operator's routes

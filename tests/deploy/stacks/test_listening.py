@@ -25,7 +25,8 @@ from deploy.stacks.base import ENDPOINT_INVOKE_ACTIONS
 from emulator.config import EmulatorConfig
 from emulator.controller.store import Store
 from emulator.images.assets import image_tag
-from emulator.services.cloudformation.control import CloudFormationControl, ImageAsset
+from emulator.services.cloudformation.control import CloudFormationControl
+from emulator.services.cloudformation.shapes import ImageAsset
 from tests.deploy.assembly import Assembly, render, statements, synthesize
 from tests.deploy.conftest import ACCOUNT, REGION, image_uris_config, kokoro_stand_in
 

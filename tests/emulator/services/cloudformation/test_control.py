@@ -15,8 +15,9 @@ import pytest
 
 from emulator.config import EmulatorConfig
 from emulator.controller.store import AgentRuntime, Store
-from emulator.services.cloudformation.control import CloudFormationControl, ImageAsset
+from emulator.services.cloudformation.control import CloudFormationControl
 from emulator.services.cloudformation.resources import STACK_TAG
+from emulator.services.cloudformation.shapes import ImageAsset
 from emulator.wire.awserrors import AwsError
 
 ARN = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/voice_agent-abcdefghij"

@@ -16,8 +16,9 @@ from deploy.config import DeployConfig
 from emulator.config import EmulatorConfig
 from emulator.controller.store import Store
 from emulator.images.assets import image_tag
-from emulator.services.cloudformation.control import CloudFormationControl, ImageAsset
+from emulator.services.cloudformation.control import CloudFormationControl
 from emulator.services.cloudformation.resources import STACK_TAG
+from emulator.services.cloudformation.shapes import ImageAsset
 from emulator.services.cloudwatch.control import CloudWatchControl
 from emulator.services.cloudwatch.runtime import Metrics
 from emulator.wire.awserrors import AwsError

@@ -52,7 +52,7 @@ class AgentConfig:
     port: int = 8080
     allowed_hosts: tuple[str, ...] = ()
     """Names besides the loopback ones that requests may name in `Host` (AGENT_ALLOWED_HOSTS, comma
-    separated; `.example.com` takes its subdomains, `*` any name): agent.browser_guard.HostGuard."""
+    separated; `.example.com` takes its subdomains, `*` any name): host_guard.HostGuard."""
 
     @property
     def sagemaker_endpoint_uri(self) -> str:

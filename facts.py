@@ -53,10 +53,3 @@ STT_SAMPLE_RATE = 16_000
 STT_PCM_BYTES_PER_S = STT_SAMPLE_RATE * CHANNELS * SAMPLE_BYTES  # 32,000
 STT_ENDPOINT = "whisper-stt"
 """The speech-to-text SageMaker endpoint (compose/listen.yaml, the clients)."""
-
-REHEARSAL_PLATFORM_TAG = "voice-agent-aws:rehearsal-platform"
-"""The stack tag with which `deploy aws --target local --host-platform` asks the emulator's CloudFormation
-to build the image assets for its Docker engine's own platform (HOST_PLATFORM), faster than the agent's
-linux/arm64 under emulation; without it an asset is built for the platform it names where the engine
-runs that."""
-HOST_PLATFORM = "host"

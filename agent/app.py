@@ -31,14 +31,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.websockets import WebSocket
 
-from agent.browser_guard import (
-    NOSNIFF,
-    HostGuard,
-    allowed_hosts,
-    cross_origin_refusal,
-    foreign_origin,
-    page_headers,
-)
+from agent.browser_guard import NOSNIFF, cross_origin_refusal, foreign_origin, host_refusal, page_headers
 from agent.config import AgentConfig
 from agent.events import Event, EventClock, TurnError, agent_end, error, interrupted
 from agent.listening import SpokenConversation
@@ -50,6 +43,7 @@ from agent.telemetry import TurnTelemetry, tracer_provider
 from agent.tts_session import TTSSession
 from agent.turn_taking import TurnTaking
 from facts import AUDIO_FORMATS, BIDI, MODES
+from host_guard import HostGuard, allowed_hosts
 from tts.wire.sse import encode_event
 
 MAX_PROMPT_CHARS = 4000
@@ -334,5 +328,7 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
     app.websocket(agent.converse)
     _guarded_invocations(app.router.routes)
     app.router.routes.extend(WebPage().routes())
-    app.add_middleware(HostGuard, allowed=allowed_hosts(config.host, config.allowed_hosts))
+    app.add_middleware(
+        HostGuard, allowed=allowed_hosts(config.host, config.allowed_hosts), refusal=host_refusal
+    )
     return app

@@ -105,7 +105,7 @@ class AgentConfig:
     port: int = 8080
     allowed_hosts: tuple[str, ...] = ()
     """Names besides the loopback ones that requests may name in `Host` (AGENT_ALLOWED_HOSTS, comma
-    separated; `.example.com` takes its subdomains, `*` any name): agent.browser_guard.HostGuard."""
+    separated; `.example.com` takes its subdomains, `*` any name): host_guard.HostGuard."""
 
     def __post_init__(self) -> None:
         if self.preempt_complete is not None and not 0.0 < self.preempt_complete < 1.0:

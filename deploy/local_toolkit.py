@@ -3,8 +3,8 @@ emulator's CloudFormation, in the place of `CdkToolkit`'s `cdk deploy`:
 
 - `synth` is `CdkToolkit.synth`: the same stacks, in the same cloud assembly.
 - `deploy(stacks)` calls the emulator's `CreateStack` per stack with boto3's `cloudformation` client,
-  tagged `REHEARSAL_PLATFORM_TAG=host` with `--host-platform` (the images built for the engine's own
-  platform, not the agent's linux/arm64: facts.py),
+  tagged `emulator:build-platform=engine` with `--host-platform` (the emulator's own tag, its README
+  says: the images built for its Docker engine's platform, not the agent's linux/arm64),
   the template given as `TemplateURL=file://<assembly>/<stack>.template.json`: the cloud assembly on
   this machine stands for what the CDK toolkit uploads to S3 and ECR (the emulator builds the image
   assets from `<stack>.assets.json` and copies the staged file assets). Then boto3's
@@ -41,7 +41,6 @@ from deploy.errors import DeployError
 from deploy.parts.base import Identity, Part
 from deploy.prereqs import require_identity
 from deploy.teardown import delete_stacks
-from facts import HOST_PLATFORM, REHEARSAL_PLATFORM_TAG
 
 EMULATOR_COMMAND = (sys.executable, "-m", "emulator")
 START_HINT = "start one: python -m emulator up --runtime docker --detach -f compose/empty.yaml"
@@ -52,6 +51,12 @@ CAPABILITIES = ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAN
 QUIET = {None, "", "User Initiated"}
 
 Echo = Callable[[str], None]
+
+
+BUILD_ON_ENGINE = {"Key": "emulator:build-platform", "Value": "engine"}
+"""The stack tag with which the emulator's CloudFormation builds a stack's image assets for its Docker
+engine's own platform instead of the one each names (emulator/README.md, "linux/arm64"): what AWS does
+not have, so the emulator names it, and tests/deploy/test_local_target.py holds the two to one text."""
 
 
 class RehearsalError(DeployError):
@@ -95,7 +100,7 @@ class LocalToolkit:
         cloudformation = self.aws.client("cloudformation")
         tags = []
         if self.config.host_platform:
-            tags = [{"Key": REHEARSAL_PLATFORM_TAG, "Value": HOST_PLATFORM}]
+            tags = [BUILD_ON_ENGINE]
             self.echo(
                 "--host-platform: the emulator builds the images for its own platform, not the agent's "
                 "linux/arm64 (faster; AgentCore runs only arm64)"

@@ -16,12 +16,15 @@ resources:                    # applied in order, through the same code as the A
   - kind: AgentRuntime        # spec = the bedrock-agentcore-control create_agent_runtime request
     spec: {agentRuntimeName: a, agentRuntimeArtifact: {containerConfiguration: {containerUri: agent:latest}},
            roleArn: "arn:aws:iam::123456789012:role/a", environmentVariables: {K: V}}
-  - kind: Dashboard           # spec = the cloudwatch put_dashboard request
-    spec: {DashboardName: d, DashboardBody: '{"widgets": []}'}
+  - kind: Dashboard           # spec = the CloudWatch PutDashboard request (DashboardBody: a JSON string)
+    spec: {DashboardName: d, DashboardBody: '{"widgets": [{"type": "metric", "properties": {"metrics":
+           [["Namespace", "Metric", "Dimension", "value", {"stat": "p90", "period": 60}]]}}]}'}
 ```
 
 The product's manifests (compose/*.yaml but echo.yaml) are written from deploy/product.py by
 `python -m deploy manifests`; the emulator imports nothing of deploy and knows no image of the product.
+A dashboard is what `python -m emulator status` shows the latest values of (emulator/admin/dashboards.py),
+as a stack's `AWS::CloudWatch::Dashboard` is: the emulator names no metric of its own.
 
 A bare list is read as `resources`. `include: [other.yaml, ...]` (paths relative to the manifest) applies
 those manifests' resources first, in order, then this one's; their `images` are merged, this one's last.
@@ -44,7 +47,7 @@ KINDS = {
     "AgentRuntime": ("bedrock-agentcore-control", "CreateAgentRuntime"),
     "Dashboard": ("cloudwatch", "PutDashboard"),
 }
-"""kind -> (service, operation) of the call that creates it (emulator/app.py's `Services.call`)."""
+"""kind -> (service, operation) of the call that creates it (emulator/server/app.py's `Services.call`)."""
 NAME_FIELDS = {"AgentRuntime": "agentRuntimeName", "Dashboard": "DashboardName"}
 DEFAULT_MANIFEST = Path(__file__).resolve().parent.parent / "compose" / "emulator.yaml"
 VOICE_MANIFEST = DEFAULT_MANIFEST.with_name("voice.yaml")

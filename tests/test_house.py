@@ -3,15 +3,19 @@
 Every arrow counts: imports at any depth of a file, `if TYPE_CHECKING:` imports (a type-only circle is
 still a circle a reader has to untangle) and `importlib.import_module("...")` loads.
 
-Rooms: `facts` (the product's shared facts) is below them all and may be imported by every room;
-`container_kit` (what every model container is built from) imports only itself; `tts` and `stt` (the
-containers) depend on it and on nothing else of ours, never on each other, and every image that copies
-one copies the kit; `agent` on `tts.wire.sse` and `tts.text.speech_text`
-alone (its image carries just those files); `emulator` runs `tts` and `agent` as processes and imports
-neither; `deploy` reads `agent.config` and no more of the agent; the development tools sit on top:
-`tools` (the client tools: demo, listener, client session loop, ASR judge, fidelity) may use the shipped
-packages, `local_stack` those and `tools`, `benchmarks` those and `local_stack`. Shipped packages import
-no test or development tool, and their images carry none (`COPY` lines: tests/test_house_images.py).
+Rooms: `facts` (the product's shared facts) is below them all and may be imported by every room but
+the emulator; `host_guard` (the Host names a local server answers) by the two servers a browser
+reaches, `agent` and `gateway`; `container_kit` (what every model container is built from) imports only
+itself; `tts` and `stt` (the containers) depend on it and on nothing else of ours, never on each other,
+and every image that copies one copies the kit; `agent` on `tts.wire.sse` and `tts.text.speech_text`
+alone (its image carries just those files); `emulator`, an AWS emulator anyone could point at their own
+containers, runs `tts` and `agent` as processes and imports nothing of ours but itself (not `facts`
+either: the product's names reach it only through the manifests and the stacks); `gateway` (OpenAI's
+audio routes over SageMaker, the caller's side) imports none of the containers it fronts; `deploy` reads
+`agent.config` and no more of the agent; the development tools sit on top: `tools` (the client tools:
+demo, listener, client session loop, ASR judge, fidelity) may use the shipped packages, `local_stack`
+those and `tools`, `benchmarks` those and `local_stack`. Shipped packages import no test or development
+tool, and their images carry none (`COPY` lines: tests/test_house_images.py).
 Inside `container_kit`, `tts`, `emulator` and `deploy`, layers point down only (`LAYERS`), and rooms on
 one floor that must stay apart (`APART`) never import each other. Each shared fact is defined in
 `facts.py` alone (tests/test_house_facts.py).
@@ -28,6 +32,8 @@ import pytest
 from tests.support.paths import REPO
 
 SHARED = ("facts",)
+WEB = ("host_guard",)
+"""The Host names a local server answers (DNS rebinding): shared by the two servers a browser reaches."""
 SHIPPED = ("container_kit", "tts", "stt", "emulator", "agent", "deploy", "gateway")
 DEV_TOOLS = ("tools", "local_stack", "benchmarks")
 TOOLS = (*DEV_TOOLS, "tests")
@@ -37,13 +43,14 @@ SHIPPED_USES = {"stt": ("faster_whisper",)}
 
 ALLOWED = {
     "facts": (),
+    "host_guard": (),
     "container_kit": ("container_kit",),
     "tts": ("tts", "container_kit", *SHARED),
     "stt": ("stt", "container_kit", *SHARED),
-    "agent": ("agent", "tts.wire.sse", "tts.text.speech_text", *SHARED),
-    "emulator": ("emulator", "gateway.front", *SHARED),
+    "agent": ("agent", "tts.wire.sse", "tts.text.speech_text", *WEB, *SHARED),
+    "emulator": ("emulator",),
     "deploy": ("deploy", "agent.config", *SHARED),
-    "gateway": ("gateway", *SHARED),
+    "gateway": ("gateway", *WEB, *SHARED),
     "tools": ("tools", *SHIPPED, *SHARED),
     "local_stack": ("local_stack", "tools", *SHIPPED, *SHARED),
     "benchmarks": ("benchmarks", "local_stack", "tools", *SHIPPED, *SHARED),
@@ -87,6 +94,7 @@ LAYERS = {
         "emulator.config": 0,
         "emulator.processes": 0,
         "emulator.wire": 1,
+        "emulator.manifest": 1,  # the resources to create at start-up, read and checked: config below it
         "emulator.controller": 2,
         "emulator.llm.base": 2,
         "emulator.llm.threads": 2,  # the models' thread budget and priority: the factory and SmolLM2 use it
@@ -95,6 +103,11 @@ LAYERS = {
         "emulator.llm.smollm": 3,
         "emulator.llm": 4,  # the factory, the one module that imports the reply models
         "emulator.services": 5,
+        "emulator.admin": 6,  # the operator's routes, over the services' state
+        "emulator.images": 6,  # CloudFormation's image assets built: over its ImageAsset
+        "emulator.server": 7,  # the app and the running emulator: the services, the operator's routes wired
+        "emulator.cli": 8,  # a detached emulator found through its record, and what it answers printed
+        "emulator.__main__": 9,  # the command line, the way in
     },
     "deploy": {
         "deploy.errors": 0,
@@ -143,7 +156,7 @@ def module_name(path: Path) -> str:
 
 def modules() -> dict[str, Path]:
     found = {}
-    for name in SHARED:
+    for name in (*SHARED, *WEB):
         found[name] = REPO / f"{name}.py"
     for room in (*SHIPPED, *DEV_TOOLS):
         for path in sorted((REPO / room).rglob("*.py")):
@@ -185,7 +198,7 @@ def imports(path: Path) -> Iterator[str]:
 
 
 def ours(name: str) -> bool:
-    return name.split(".")[0] in (*SHARED, *SHIPPED, *TOOLS)
+    return name.split(".")[0] in (*SHARED, *WEB, *SHIPPED, *TOOLS)
 
 
 def within(name: str, prefixes: tuple[str, ...]) -> bool:
@@ -202,7 +215,7 @@ def layer(name: str) -> int:
 GRAPH = {name: sorted({i for i in imports(path) if ours(i)}) for name, path in modules().items()}
 
 
-@pytest.mark.parametrize("room", [*SHARED, *SHIPPED, *DEV_TOOLS])
+@pytest.mark.parametrize("room", [*SHARED, *WEB, *SHIPPED, *DEV_TOOLS])
 def test_each_room_imports_only_what_it_may(room: str):
     wrong = [
         f"{name} imports {target}"
@@ -218,7 +231,7 @@ def test_shipped_packages_import_no_development_tool():
     wrong = [
         f"{name} imports {target}"
         for name, path in modules().items()
-        if within(name, (*SHARED, *SHIPPED))
+        if within(name, (*SHARED, *WEB, *SHIPPED))
         for target in imports(path)
         if within(target, (*DEV_ONLY, *TOOLS))
         and not within(target, SHIPPED_USES.get(name.split(".")[0], ()))
@@ -297,8 +310,9 @@ SERVICE_ROLES = {
     "control": 2,
     "runtime": 2,
     "bidirectional": 2,
-    "template": 2,
+    "template": 1,
     "resources": 2,
+    "provisioning": 2,
     "routes": 3,
 }
 REQUIRED_ROLES = ("routes", "errors")

@@ -20,7 +20,7 @@ from emulator.controller.runtimes import ImagePlatform
 from emulator.images import docker_client, image_exists
 from emulator.images.build import BuildRequest, base_for, build_image
 from emulator.images.platforms import cannot_run, engine_platform
-from emulator.services.cloudformation.control import ImageAsset
+from emulator.services.cloudformation.shapes import ImageAsset
 
 REPOSITORY = "voice-agent-aws-rehearsal"
 

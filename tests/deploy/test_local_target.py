@@ -20,10 +20,10 @@ import pytest
 from deploy.aws import Aws
 from deploy.cli import run
 from deploy.config import DeployConfig
-from deploy.local_toolkit import START_HINT, LocalToolkit, RehearsalError
+from deploy.local_toolkit import BUILD_ON_ENGINE, START_HINT, LocalToolkit, RehearsalError
 from deploy.parts.base import Identity
 from emulator.server import Emulator, emulator_in_thread
-from facts import HOST_PLATFORM, REHEARSAL_PLATFORM_TAG
+from emulator.services.cloudformation.shapes import BUILD_PLATFORM_TAG, ENGINE_PLATFORM
 from tests.emulator.support import endpoint, fast_config, manifest, model, variant
 
 REPO = Path(__file__).resolve().parents[2]
@@ -130,7 +130,7 @@ def test_host_platform_tags_the_stacks_and_says_so(emu: Emulator, tmp_path: Path
     try:
         assert lines[0].startswith("--host-platform: the emulator builds the images for its own platform")
         (stack,) = aws.client("cloudformation").describe_stacks(StackName="Fast")["Stacks"]
-        assert stack["Tags"] == [{"Key": REHEARSAL_PLATFORM_TAG, "Value": HOST_PLATFORM}]
+        assert stack["Tags"] == [{"Key": BUILD_PLATFORM_TAG, "Value": ENGINE_PLATFORM}]
     finally:
         toolkit.destroy([Stacks(("Fast",))], aws, IDENTITY, lines.append)  # type: ignore[list-item]
 
@@ -167,3 +167,9 @@ def test_an_emulator_started_with_home_is_found_by_the_deploy_after_eval_of_its_
         )  # the default home
     finally:
         cli("-m", "emulator", "down", "--home", str(home), env=base)
+
+
+def test_the_tag_the_deploy_writes_is_the_one_the_emulator_reads() -> None:
+    """`--host-platform` reaches the emulator as its own stack tag: two texts in two packages that import
+    nothing of each other, held to one here."""
+    assert BUILD_ON_ENGINE == {"Key": BUILD_PLATFORM_TAG, "Value": ENGINE_PLATFORM}

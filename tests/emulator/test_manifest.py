@@ -90,3 +90,27 @@ def test_an_include_is_applied_first_and_a_cycle_is_refused(tmp_path):
     (tmp_path / "bad.yaml").write_text("include: base.yaml\n")
     with pytest.raises(ManifestError, match="must be a list"):
         load_manifest(tmp_path / "bad.yaml")
+
+
+def test_a_dashboard_is_the_put_dashboard_request_and_the_status_shows_it(tmp_path: Path) -> None:
+    """`kind: Dashboard` goes through CloudWatch's PutDashboard, as a stack's AWS::CloudWatch::Dashboard
+    does: boto3 reads it back, and the operator's status shows its metrics (no data yet: no value)."""
+    import json
+
+    import httpx
+
+    from emulator.server import emulator_in_thread
+    from tests.emulator.support import boto_client, fast_config
+
+    body = {"widgets": [{"type": "metric", "properties": {"metrics": [["Shop", "Orders", {"stat": "Sum"}]]}}]}
+    spec = {"DashboardName": "shop", "DashboardBody": json.dumps(body)}
+    dashboard = Manifest.from_obj({"resources": [{"kind": "Dashboard", "spec": spec}]})
+    assert [(r.service, r.operation, r.name) for r in dashboard.resources] == [
+        ("cloudwatch", "PutDashboard", "shop")
+    ]
+    with emulator_in_thread(fast_config(tmp_path), dashboard) as emu:
+        got = boto_client(emu, "cloudwatch").get_dashboard(DashboardName="shop")
+        status = httpx.get(f"{emu.http_url}/_emulator/status", trust_env=False).json()
+    assert json.loads(got["DashboardBody"]) == body
+    [row] = status["dashboards"][0]["widgets"][0]["metrics"]
+    assert (row["label"], row["stat"], row["period_s"], row["value"]) == ("Shop Orders", "Sum", 300, None)

@@ -18,8 +18,8 @@ import botocore.exceptions
 import httpx
 import pytest
 
+from emulator.cli.views import format_metrics
 from emulator.server import Emulator
-from emulator.status_view import format_metrics
 from emulator.wire.bodies import INFLATED_LIMIT
 from tests.emulator.support import boto_client
 from tests.reliability.emulator_support import empty_emulator, say

@@ -7,7 +7,7 @@ is our own path: the same speech text, engine, scheduler, encoders and error cod
 
 Fields (OpenAI's names and defaults):
 - `input`: the text; `voice`: a voice or a blend `a(2)+b(1)` (`tts/voices.py`); `model`: ignored here
-  (the emulator and the gateway read it to choose the endpoint).
+  (the gateway reads it to choose the endpoint).
 - `response_format`: mp3 (the default), opus, aac, flac, wav, pcm (24 kHz mono s16le, as OpenAI's).
 - `speed`: OpenAI takes 0.25-4.0; Kokoro speaks 0.5-2.0 intelligibly (`protocol.MIN_SPEED` /
   `MAX_SPEED`), so a speed within OpenAI's range is clamped to ours (0.25 is spoken at 0.5, 4.0 at

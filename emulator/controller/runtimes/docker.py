@@ -220,20 +220,9 @@ class DockerRuntime:
             REPLICA_LABEL: request.replica_id,
         }
 
-        spec = resolve_image(self.images, request.image)
         environment = dict(request.environment)
         gpus = await asyncio.to_thread(self.gpu_settings, environment, request.log_path)
-        network: dict[str, Any] = {"ports": {CONTAINER_PORT: (self.host, None)}}
-        host_port = None
-        if spec is not None and spec.listen_variables is not None:
-            host_port = free_port(self.host)
-            host_variable, port_variable = spec.listen_variables
-            environment |= {host_variable: self.host, port_variable: str(host_port)}
-            network = {"network_mode": "host"}
-            bundle = environment.get("AWS_CA_BUNDLE")  # the emulator's CA: the same path inside
-            if bundle:
-                volumes[bundle] = {"bind": bundle, "mode": "ro"}
-
+        network, host_port = self._network(resolve_image(self.images, request.image), environment, volumes)
         name = f"{request.replica_id}-{self.instance[:8]}"
 
         def run() -> Container:
@@ -272,6 +261,22 @@ class DockerRuntime:
         if code is not None and not replica.exited.done():
             replica.exited.set_result(code)
         return replica
+
+    def _network(
+        self, spec: ImageSpec | None, environment: dict[str, str], volumes: dict[str, Any]
+    ) -> tuple[dict[str, Any], int | None]:
+        """Where a replica listens: its port 8080 published on a free host port (found once it runs:
+        None), or, for an image that names its listen variables, the host's network on a port chosen
+        here and given to it in those variables (with the emulator's CA at the same path inside)."""
+        if spec is None or spec.listen_variables is None:
+            return {"ports": {CONTAINER_PORT: (self.host, None)}}, None
+        host_port = free_port(self.host)
+        host_variable, port_variable = spec.listen_variables
+        environment |= {host_variable: self.host, port_variable: str(host_port)}
+        bundle = environment.get("AWS_CA_BUNDLE")
+        if bundle:
+            volumes[bundle] = {"bind": bundle, "mode": "ro"}
+        return {"network_mode": "host"}, host_port
 
     def _remove_named(self, name: str) -> None:
         with contextlib.suppress(docker.errors.DockerException):

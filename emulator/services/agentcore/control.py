@@ -1,6 +1,6 @@
 """Bedrock AgentCore Runtime control plane: agent runtimes and their endpoints, as operations.
 
-`AgentRuntimeControl` holds the operations as plain methods taking the boto3 request (path and
+`AgentCoreControl` holds the operations as plain methods taking the boto3 request (path and
 query members included, as `bedrock-agentcore-control` names them) and returning the response
 members, so the YAML manifests (`kind: AgentRuntime`, spec = the `create_agent_runtime` request) go
 through exactly the code boto3 reaches. `emulator/services/agentcore/routes.py` binds them to restJson1.
@@ -43,7 +43,7 @@ from emulator.services.agentcore.shapes import (
 from emulator.wire.awsjson import Operation
 
 
-class AgentRuntimeControl:
+class AgentCoreControl:
     def __init__(
         self,
         store: Store,

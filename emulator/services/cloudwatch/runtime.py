@@ -39,7 +39,6 @@ from emulator.services.cloudwatch.shapes import (
     MetricKey,
     MetricQuery,
     datapoint,
-    dimensions,
     metric_data_request,
     metric_key,
     next_token,
@@ -258,10 +257,10 @@ class Metrics:
                 rows.append({**key.to_json(), "Unit": whole.units(last=True)[0], **row})
         return rows
 
-    def recent(self, namespace: str, name: str, stat: str, window_s: float, **dims: str) -> float | None:
-        """One statistic of one metric over the last `window_s` seconds (what `emulator status` shows)."""
+    def recent(self, key: MetricKey, stat: str, window_s: float) -> float | None:
+        """One statistic of one metric over the last `window_s` seconds (what `emulator status` shows of
+        a dashboard's metric)."""
         now = self._clock()
-        key = MetricKey(namespace, name, dimensions([{"Name": k, "Value": v} for k, v in dims.items()]))
         whole = self.periods(key, now - window_s, now + 1, None, stat)
         return _present(whole, [stat], 0, None)[stat] if len(whole.marks) else None
 

@@ -25,7 +25,8 @@ from deploy.stacks.iam import ENDPOINT_INVOKE_ACTIONS
 from emulator.config import EmulatorConfig
 from emulator.controller.store import Store
 from emulator.images.assets import image_tag
-from emulator.services.cloudformation.control import CloudFormation, ImageAsset
+from emulator.services.cloudformation.control import CloudFormationControl
+from emulator.services.cloudformation.shapes import ImageAsset
 from tests.deploy.assembly import Assembly, render, statements, synthesize
 from tests.deploy.conftest import ACCOUNT, REGION, image_uris_config, kokoro_stand_in
 
@@ -215,7 +216,7 @@ def test_the_emulators_cloudformation_applies_the_stt_stacks(assembly: Assembly,
     """`--target local`: the same templates, created by the emulated CloudFormation from the assembly."""
     config = EmulatorConfig(home=tmp_path / "home", account_id=ACCOUNT, region=REGION)
     recorder, store, builder = Recorder(), Store(), Builder()
-    cloudformation = CloudFormation(config, store, recorder, builder)
+    cloudformation = CloudFormationControl(config, store, recorder, builder)
 
     async def create() -> None:
         for stack in (BASE, ENDPOINT):

@@ -11,7 +11,7 @@ import pytest
 
 from emulator.images import assets, platforms
 from emulator.images.platforms import emulation_missing
-from emulator.services.cloudformation.control import ImageAsset
+from emulator.services.cloudformation.shapes import ImageAsset
 
 ENTRY = "enabled\ninterpreter /usr/libexec/qemu-binfmt/aarch64-binfmt-P\nflags: {flags}\noffset 0\n"
 

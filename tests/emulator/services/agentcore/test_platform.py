@@ -13,7 +13,7 @@ import pytest
 
 from emulator.controller.runtimes import ImagePlatform
 from emulator.controller.store import Store
-from emulator.services.agentcore.control import AgentRuntimeControl
+from emulator.services.agentcore.control import AgentCoreControl
 from emulator.wire.awserrors import AwsError
 
 ROLE = "arn:aws:iam::123456789012:role/agent"
@@ -42,8 +42,8 @@ class Controller:
 
 
 @pytest.fixture
-def control(tmp_path: Path) -> AgentRuntimeControl:
-    return AgentRuntimeControl(
+def control(tmp_path: Path) -> AgentCoreControl:
+    return AgentCoreControl(
         Store(),
         Controller(),  # type: ignore[arg-type]  # what the control plane uses of it
         region="us-east-1",
@@ -69,14 +69,14 @@ def refused(call: Any, *args: Any) -> AwsError:
     return caught.value
 
 
-def test_an_amd64_image_is_refused_with_agentcores_error(control: AgentRuntimeControl):
+def test_an_amd64_image_is_refused_with_agentcores_error(control: AgentCoreControl):
     error = refused(control.CreateAgentRuntime, request("agent", "amd:1"))
     assert error.message == "Architecture incompatible for uri 'amd:1'. Supported architectures: [arm64]"
     assert error.status == 400
     assert control.store.agent_runtimes == {}
 
 
-def test_an_arm64_image_makes_an_arm64_runtime_and_the_platform_is_recorded(control: AgentRuntimeControl):
+def test_an_arm64_image_makes_an_arm64_runtime_and_the_platform_is_recorded(control: AgentCoreControl):
     created = control.CreateAgentRuntime(request("agent", "arm:1"))
     runtime = control.store.agent_runtimes[created["agentRuntimeId"]]
     assert runtime.platform == "linux/arm64"
@@ -84,19 +84,19 @@ def test_an_arm64_image_makes_an_arm64_runtime_and_the_platform_is_recorded(cont
     assert described["cpuConfigurations"] == [{"architecture": "ARM64"}]
 
 
-def test_a_stand_in_is_accepted_and_said_to_be_one(control: AgentRuntimeControl):
+def test_a_stand_in_is_accepted_and_said_to_be_one(control: AgentCoreControl):
     created = control.CreateAgentRuntime(request("agent", "standin:1"))
     assert control.store.agent_runtimes[created["agentRuntimeId"]].platform == "linux/amd64 for linux/arm64"
     (event,) = [e for e in control.store.events.recent() if e.reason == "PlatformStandIn"]
     assert event.type == "Warning" and "in place of linux/arm64" in event.message
 
 
-def test_local_commands_cannot_be_told_and_are_not_refused(control: AgentRuntimeControl):
+def test_local_commands_cannot_be_told_and_are_not_refused(control: AgentCoreControl):
     created = control.CreateAgentRuntime(request("agent", "toy-agent:1"))
     assert control.store.agent_runtimes[created["agentRuntimeId"]].platform is None
 
 
-def test_an_x86_64_runtime_takes_amd64_and_refuses_arm64(control: AgentRuntimeControl):
+def test_an_x86_64_runtime_takes_amd64_and_refuses_arm64(control: AgentCoreControl):
     x86 = {"cpuConfigurations": [{"architecture": "X86_64"}]}
     created = control.CreateAgentRuntime(request("x86", "amd:1", **x86))
     assert control.store.agent_runtimes[created["agentRuntimeId"]].platform == "linux/amd64"
@@ -104,7 +104,7 @@ def test_an_x86_64_runtime_takes_amd64_and_refuses_arm64(control: AgentRuntimeCo
     assert error.message.endswith("Supported architectures: [x86_64]")
 
 
-def test_cpu_configurations_are_checked(control: AgentRuntimeControl):
+def test_cpu_configurations_are_checked(control: AgentCoreControl):
     two = [{"architecture": "ARM64"}, {"architecture": "X86_64"}]
     assert (
         "At most one entry"
@@ -118,7 +118,7 @@ def test_cpu_configurations_are_checked(control: AgentRuntimeControl):
     )
 
 
-def test_an_update_to_an_amd64_image_or_another_cpu_is_refused(control: AgentRuntimeControl):
+def test_an_update_to_an_amd64_image_or_another_cpu_is_refused(control: AgentCoreControl):
     runtime_id = control.CreateAgentRuntime(request("agent", "arm:1"))["agentRuntimeId"]
     runtime = control.store.agent_runtimes[runtime_id]
     runtime.status = "READY"

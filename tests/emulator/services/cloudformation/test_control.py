@@ -15,15 +15,15 @@ import pytest
 
 from emulator.config import EmulatorConfig
 from emulator.controller.store import AgentRuntime, Store
-from emulator.services.cloudformation.control import CloudFormation, ImageAsset
+from emulator.services.cloudformation.control import CloudFormationControl
 from emulator.services.cloudformation.resources import STACK_TAG
+from emulator.services.cloudformation.shapes import BUILD_PLATFORM_TAG, ENGINE_PLATFORM, ImageAsset
 from emulator.wire.awserrors import AwsError
-from facts import HOST_PLATFORM, REHEARSAL_PLATFORM_TAG
 
 ARN = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/voice_agent-abcdefghij"
 
 
-def stacks(*tagged: str) -> tuple[CloudFormation, list[tuple[str, str, dict[str, Any]]]]:
+def stacks(*tagged: str) -> tuple[CloudFormationControl, list[tuple[str, str, dict[str, Any]]]]:
     store, calls = Store(), []
     for n, stack in enumerate(tagged):
         artifact = {"containerConfiguration": {"containerUri": f"agent:{n}"}}
@@ -39,7 +39,7 @@ def stacks(*tagged: str) -> tuple[CloudFormation, list[tuple[str, str, dict[str,
         def offers(self, service: str) -> bool:
             return False
 
-    return CloudFormation(EmulatorConfig(), store, Peers(), images=None), calls  # type: ignore[arg-type]
+    return CloudFormationControl(EmulatorConfig(), store, Peers(), images=None), calls  # type: ignore[arg-type]
 
 
 def test_a_stack_is_its_tagged_runtimes_with_the_runtime_stacks_outputs():
@@ -117,7 +117,7 @@ def create_from_assembly(tmp_path: Path, source: dict[str, Any]) -> tuple[Record
     assets = {"dockerImages": {"a" * 64: {"source": source, "destinations": {}}}}
     (tmp_path / "Kit.assets.json").write_text(json.dumps(assets))
     store, images = Store(), Recorder()
-    cloudformation = CloudFormation(EmulatorConfig(home=tmp_path), store, NoPeers(), images)
+    cloudformation = CloudFormationControl(EmulatorConfig(home=tmp_path), store, NoPeers(), images)
 
     async def create() -> list[str]:
         stack_id = cloudformation.CreateStack({"StackName": "Kit", "TemplateURL": template.as_uri()})[
@@ -147,7 +147,7 @@ def test_build_arguments_that_are_not_strings_fail_the_stack(tmp_path: Path):
     assert "CREATE_FAILED: container_kit/Dockerfile: dockerBuildArgs must map names to strings" in events
 
 
-@pytest.mark.parametrize("tags", [[], [{"Key": REHEARSAL_PLATFORM_TAG, "Value": HOST_PLATFORM}]])
+@pytest.mark.parametrize("tags", [[], [{"Key": BUILD_PLATFORM_TAG, "Value": ENGINE_PLATFORM}]])
 async def test_an_assets_platform_reaches_the_builder_and_the_stacks_tag_can_ask_for_the_hosts(
     tmp_path: Path, tags: list[dict[str, str]]
 ):
@@ -160,7 +160,7 @@ async def test_an_assets_platform_reaches_the_builder_and_the_stacks_tag_can_ask
     (tmp_path / "Agent.assets.json").write_text(json.dumps({"dockerImages": {"abc123": {"source": source}}}))
     assets = Assets()
     peers = stacks()[0].peers  # answers every call with nothing
-    cloudformation = CloudFormation(EmulatorConfig(home=tmp_path / "home"), Store(), peers, assets)  # type: ignore[arg-type]
+    cloudformation = CloudFormationControl(EmulatorConfig(home=tmp_path / "home"), Store(), peers, assets)  # type: ignore[arg-type]
     url = (tmp_path / "Agent.template.json").as_uri()
     stack_id = cloudformation.CreateStack({"StackName": "Agent", "TemplateURL": url, "Tags": tags})["StackId"]
     await cloudformation.store.stacks[stack_id].task

@@ -18,8 +18,9 @@ from emulator.config import EmulatorConfig
 from emulator.controller.store import Store
 from emulator.images.assets import image_tag
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest
-from emulator.services.cloudformation.control import CloudFormation, ImageAsset
+from emulator.services.cloudformation.control import CloudFormationControl
 from emulator.services.cloudformation.resources import STACK_TAG
+from emulator.services.cloudformation.shapes import ImageAsset
 from emulator.services.cloudwatch.control import CloudWatchControl
 from emulator.services.cloudwatch.runtime import Metrics
 from emulator.wire.awserrors import AwsError
@@ -92,7 +93,7 @@ def applied(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         assert deploy_main(argv) == 0
     config = EmulatorConfig(home=tmp_path_factory.mktemp("home"), account_id=ACCOUNT, region=REGION)
     recorder, store = Recorder(), Store()
-    cloudformation = CloudFormation(config, store, recorder, TagsWithoutBuilding())
+    cloudformation = CloudFormationControl(config, store, recorder, TagsWithoutBuilding())
 
     async def create() -> None:
         for stack in STACKS:

@@ -138,7 +138,11 @@ def test_the_tts_containers_lines_become_its_metrics():
     assert ("Errors", (("ErrorCode", "bad_message"), ("Service", "tts"))) in names
     assert ("Errors", (("Service", "tts"),)) in names
     assert (
-        metrics.recent("VoiceAgent", "SessionsOverCapacity", "Maximum", 3600 * 24 * 365 * 60, Service="tts")
+        metrics.recent(
+            MetricKey("VoiceAgent", "SessionsOverCapacity", (("Service", "tts"),)),
+            "Maximum",
+            3600 * 24 * 365 * 60,
+        )
         == 2
     )
 
@@ -174,7 +178,7 @@ def test_a_followed_log_yields_each_line_once_even_when_it_arrives_in_pieces(tmp
         out.write(line[20:] + "\n")
     assert follower.poll() == 1
     assert follower.poll() == 0
-    assert follower.metrics.recent("N", "M", "Sum", 60) == 7
+    assert follower.metrics.recent(MetricKey("N", "M"), "Sum", 60) == 7
 
 
 def put_dims(metrics: Metrics, dims: dict[str, str], value: float, t: float = NOW - 30) -> None:

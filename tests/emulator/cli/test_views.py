@@ -7,7 +7,7 @@ from typing import Any
 
 
 def test_status_says_how_response_streams_are_split() -> None:
-    from emulator.status_view import format_status
+    from emulator.cli.views import format_status
 
     info = {
         "pid": 1,
@@ -22,7 +22,7 @@ def test_status_says_how_response_streams_are_split() -> None:
 
 def test_status_shows_each_agent_runtimes_platform() -> None:
     """What its image is built for (AgentCore runs arm64), a stand-in said as one; `-` for local commands."""
-    from emulator.status_view import format_status
+    from emulator.cli.views import format_status
 
     def runtime(name: str, platform: str | None) -> dict[str, Any]:
         arn = f"arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/{name}-abcdefghij"
@@ -57,7 +57,7 @@ def test_status_shows_each_agent_runtimes_platform() -> None:
 
 
 def test_logs_cover_the_replicas_of_endpoints_and_agent_runtimes(tmp_path: Path) -> None:
-    from emulator.status_view import format_logs, replicas
+    from emulator.cli.views import format_logs, replicas
 
     def replica(name: str) -> dict[str, Any]:
         log = tmp_path / f"{name}.log"
@@ -76,7 +76,7 @@ def test_logs_cover_the_replicas_of_endpoints_and_agent_runtimes(tmp_path: Path)
 
 
 def test_status_shows_each_replicas_load_and_saturation() -> None:
-    from emulator.status_view import format_status
+    from emulator.cli.views import format_status
 
     def replica(name: str, load: dict[str, Any] | None) -> dict[str, Any]:
         return {
@@ -127,7 +127,7 @@ def test_status_shows_each_replicas_load_and_saturation() -> None:
 
 
 def test_status_shows_a_stored_name_with_control_characters_escaped_on_one_line() -> None:
-    from emulator.status_view import format_status
+    from emulator.cli.views import format_status
 
     info = {"pid": 1, "http_url": "u", "h2_url": "h", "runtime": "process"}
     forged = "p\x1b[2J\x1b[H\nFORGED  row"
@@ -166,7 +166,7 @@ def test_metrics_print_whatever_an_emulator_stored() -> None:
         },
         {"Namespace": "N", "MetricName": "bare", "Dimensions": []},
     ]
-    from emulator.status_view import format_metrics
+    from emulator.cli.views import format_metrics
 
     printed = format_metrics(rows, 600).splitlines()
     assert printed[2].split() == ["N", "u", "Service=tts", "1", "-", "-", "1", "1.5", "2", "5"]

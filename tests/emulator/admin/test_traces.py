@@ -12,8 +12,8 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from agent.telemetry import TurnTelemetry, tracer_provider
+from emulator.cli.views import timeline
 from emulator.server import Emulator, emulator_in_thread
-from emulator.traces import timeline
 from tests.emulator.support import fast_config, manifest
 
 
@@ -92,4 +92,6 @@ def test_otlp_json_is_read_and_a_bad_body_is_a_clear_400(emu: Emulator):
 
 def test_agentcore_gives_each_runtime_the_collector(emu: Emulator):
     """The SDK's exporter adds /v1/traces to OTEL_EXPORTER_OTLP_ENDPOINT: the route above."""
-    assert emu.agent_runtimes.platform_env["OTEL_EXPORTER_OTLP_ENDPOINT"] == f"{emu.http_url}/_emulator/otlp"
+    assert (
+        emu.services.agentcore.platform_env["OTEL_EXPORTER_OTLP_ENDPOINT"] == f"{emu.http_url}/_emulator/otlp"
+    )

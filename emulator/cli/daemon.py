@@ -1,19 +1,16 @@
-"""The emulator as a daemon: its lifecycle, for the command line and the tools that start it.
+"""The emulator as a daemon, seen from another process: the command line and the tools that start it.
 
-`foreground` runs the emulator until Ctrl-C (or SIGTERM), printing the `export` lines once the
-manifest's endpoints are InService and its agent runtimes READY; `detach` starts that same command
-(`python -m emulator up`) in its own session, logging to `<home>/emulator.log`, and returns once it is
-ready (`wait_ready`); `down` stops it (SIGTERM, SIGKILL after the grace period plus 15 s) and removes
-the containers a crashed emulator of the same home left. A running emulator records itself in
-`<home>/emulator.json` (`record.py`); `running_record` and `fetch_status` read it back from another
-process. Output meant for the shell is on stdout; progress and errors go to stderr.
+`detach` starts `python -m emulator up` (emulator.server's `serve`) in its own session, logging to
+`<home>/emulator.log`, and returns once it is ready (`wait_ready`); `down` stops it (SIGTERM, SIGKILL
+after the grace period plus 15 s) and removes the containers a crashed emulator of the same home left.
+A running emulator records itself in `<home>/emulator.json` (emulator/server/record.py);
+`running_record` and the `fetch_*` functions read it back and ask its operator's routes
+(emulator/admin/). Output meant for the shell is on stdout; progress and errors go to stderr.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import logging
 import os
 import signal
 import subprocess
@@ -26,45 +23,14 @@ import httpx
 
 from emulator.config import EmulatorConfig
 from emulator.controller.runtimes import RuntimeUnavailable
-from emulator.manifest import load_manifest
 from emulator.processes import pid_alive
-from emulator.record import read_record, record_path, write_record
-from emulator.server import Emulator, run_emulator
+from emulator.server.record import export_lines, read_record, record_path
 
-SECRET_NOTE = "# AWS_SECRET_ACCESS_KEY: the secret paired with this key id in EMULATOR_SIGV4_KEYS"
 LOG_FILE = "emulator.log"
 
 
 class DaemonError(RuntimeError):
     """A failure to report in one line (the command exits with status 1)."""
-
-
-def export_lines(env: dict[str, str], keys_configured: bool) -> str:
-    lines = [f"export {name}={value}" for name, value in env.items()]
-    if keys_configured:
-        lines.append(SECRET_NOTE)
-    return "\n".join(lines)
-
-
-def public_env(config: EmulatorConfig, emu: Emulator) -> dict[str, str]:
-    """The emulator's environment for clients (without the secret when SigV4 keys are configured), and
-    `EMULATOR_HOME`, so that `python -m emulator status|logs|env|down` and the tools that ask
-    `python -m emulator env` find this emulator again from a shell that evaluated these lines (an
-    emulator started with `--home H` included)."""
-    env = {**emu.env, "EMULATOR_HOME": str(config.home_dir)}
-    if config.sigv4_keys:
-        env.pop("AWS_SECRET_ACCESS_KEY")
-    return env
-
-
-def _write_record(config: EmulatorConfig, emu: Emulator, ready: bool, manifest: str) -> None:
-    env = public_env(config, emu)
-    write_record(
-        config, {**emu.info(), "ready": ready, "manifest": manifest, "env": env, "home": str(config.home_dir)}
-    )
-
-
-# up -----------------------------------------------------------------------------------------------
 
 
 def ensure_not_running(config: EmulatorConfig) -> None:
@@ -73,49 +39,6 @@ def ensure_not_running(config: EmulatorConfig) -> None:
         raise DaemonError(
             f"an emulator is already running (pid {running['pid']}); stop it with `python -m emulator down`"
         )
-
-
-async def serve(config: EmulatorConfig, manifest_path: str) -> None:
-    """Run the emulator until SIGINT or SIGTERM, recording itself (not ready, then ready) meanwhile."""
-    manifest = load_manifest(manifest_path)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    path = record_path(config)
-    async with run_emulator(config, manifest, wait=False) as emu:
-        try:
-            _write_record(config, emu, False, manifest_path)
-            waiting = loop.create_task(emu.wait_in_service(manifest))
-            stopping = loop.create_task(stop.wait())
-            await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if not waiting.done():
-                waiting.cancel()
-                return
-            stopping.cancel()
-            waiting.result()
-            _write_record(config, emu, True, manifest_path)
-            names = ", ".join(manifest.endpoints) or "none"
-            runtimes = ", ".join(f"{name} ({emu.runtime_arn(name)})" for name in manifest.agent_runtimes)
-            print(
-                f"# emulator ready (pid {os.getpid()}): endpoints InService: {names}; "
-                f"agent runtimes READY: {runtimes or 'none'}",
-                flush=True,
-            )
-            print(f"# control plane + runtime {emu.http_url}, bidirectional stream {emu.h2_url}", flush=True)
-            print(export_lines(public_env(config, emu), bool(config.sigv4_keys)), flush=True)
-            await stop.wait()
-            print("# stopping: terminating replicas", file=sys.stderr, flush=True)
-        finally:
-            record = read_record(config)
-            if record is not None and record.get("pid") == os.getpid():
-                path.unlink(missing_ok=True)
-
-
-def foreground(config: EmulatorConfig, manifest_path: str) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per health probe otherwise
-    asyncio.run(serve(config, manifest_path))
 
 
 def detach(config: EmulatorConfig, manifest_path: str) -> None:
@@ -210,7 +133,8 @@ def running_record(config: EmulatorConfig) -> dict[str, Any]:
 
 
 def _operator_get(record: dict[str, Any], route: str, params: dict[str, Any] | None = None) -> Any:
-    """`GET /_emulator/<route>` of the running emulator `record` describes (admin.py), its JSON."""
+    """`GET /_emulator/<route>` of the running emulator `record` describes (emulator/admin/routes.py), its
+    JSON."""
     try:
         answer = httpx.get(
             f"{record['http_url']}/_emulator/{route}", params=params, timeout=5, trust_env=False

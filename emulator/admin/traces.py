@@ -150,19 +150,3 @@ class Traces:
                 }
             )
         return traces
-
-
-def timeline(trace: dict[str, Any], width: int = 50) -> str:
-    """One trace as text: each span's offset, duration and a bar on the trace's time axis."""
-    spans = trace["spans"]
-    total = max((s["start_ms"] + s["duration_ms"] for s in spans), default=0.0) or 1.0
-    depth = {s["span_id"]: 0 for s in spans}
-    lines = [f"trace {trace['trace_id']} ({spans[0]['service'] if spans else '-'}), {total:.0f} ms"]
-    for s in spans:
-        depth[s["span_id"]] = depth.get(s["parent_id"], -1) + 1
-        begin = int(s["start_ms"] / total * width)
-        length = max(1, int(s["duration_ms"] / total * width))
-        bar = " " * begin + "#" * min(length, width - begin)
-        name = "  " * depth[s["span_id"]] + s["name"]
-        lines.append(f"  {name:<28} {s['start_ms']:>8.1f} ms {s['duration_ms']:>8.1f} ms  |{bar:<{width}}|")
-    return "\n".join(lines)

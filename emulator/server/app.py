@@ -5,9 +5,8 @@ The same app serves both listeners (plain HTTP/1.1 and TLS h2); clients pick the
 recorded, not applied), `/endpoints/<name>/invocations*` the SageMaker runtime and its bidirectional
 stream, `/model/<id>/converse*` Bedrock Runtime, `/runtimes/...` Bedrock AgentCore (control plane,
 and `/runtimes/<ARN>/invocations` its data plane), `/sts/` STS, `/cloudformation/` CloudFormation,
-CloudWatch awsJson1.0 on the same `POST /`, `/_emulator/...` the operator's routes (emulator/admin.py,
-not AWS), `/v1/...` OpenAI's audio routes in front of the endpoints (emulator/openai_routes.py, not AWS
-either). SigV4 (when keys are configured) is checked once for every AWS route, before it runs
+CloudWatch awsJson1.0 on the same `POST /`, `/_emulator/...` the operator's routes (emulator/admin/,
+not AWS). SigV4 (when keys are configured) is checked once for every AWS route, before it runs
 (emulator.wire.auth).
 
 `make_services` builds each service over the one store and gives CloudFormation the one way it reaches
@@ -30,7 +29,8 @@ import httpx
 from quart import Quart, Response, request
 from werkzeug.exceptions import HTTPException
 
-from emulator.admin import admin_blueprint
+from emulator.admin.routes import admin_blueprint
+from emulator.admin.traces import Traces
 from emulator.config import EmulatorConfig
 from emulator.controller.reconcile import Controller
 from emulator.controller.routing import Router
@@ -39,28 +39,26 @@ from emulator.controller.store import Store
 from emulator.images.assets import DockerImageAssets
 from emulator.llm import reply_model_from_config
 from emulator.llm.base import ReplyModel
-from emulator.openai_routes import openai_blueprint
 from emulator.services.agentcore import routes as agentcore_routes
-from emulator.services.agentcore.control import AgentRuntimeControl
+from emulator.services.agentcore.control import AgentCoreControl
 from emulator.services.autoscaling import routes as autoscaling_routes
-from emulator.services.autoscaling.control import AutoScaling
+from emulator.services.autoscaling.control import AutoScalingControl
 from emulator.services.bedrock import routes as bedrock_routes
 from emulator.services.bedrock.request_log import RequestLog
 from emulator.services.cloudformation import routes as cloudformation_routes
-from emulator.services.cloudformation.control import CloudFormation
+from emulator.services.cloudformation.control import CloudFormationControl
 from emulator.services.cloudwatch import routes as cloudwatch_routes
 from emulator.services.cloudwatch.control import CloudWatchControl
 from emulator.services.cloudwatch.runtime import LogMetrics, Metrics
 from emulator.services.sagemaker import routes as sagemaker_routes
-from emulator.services.sagemaker.control import ControlPlane
+from emulator.services.sagemaker.control import SageMakerControl
 from emulator.services.sts import routes as sts_routes
-from emulator.services.sts.control import Sts
-from emulator.traces import Traces
+from emulator.services.sts.control import StsControl
 from emulator.wire import auth, bodies
 from emulator.wire.awserrors import AwsError, json_protocol_error
 from emulator.wire.awsjson import Operation, aws_json_blueprint
 
-logger = logging.getLogger("emulator.app")
+logger = logging.getLogger("emulator.server.app")
 
 
 @dataclass
@@ -71,11 +69,11 @@ class Services:
     router: Router
     http: httpx.AsyncClient
     info: Callable[[], dict[str, Any]]
-    control_plane: ControlPlane
-    agent_runtimes: AgentRuntimeControl
-    autoscaling: AutoScaling
-    sts: Sts
-    cloudformation: CloudFormation = field(init=False)
+    sagemaker: SageMakerControl
+    agentcore: AgentCoreControl
+    autoscaling: AutoScalingControl
+    sts: StsControl
+    cloudformation: CloudFormationControl = field(init=False)
     cloudwatch: CloudWatchControl = field(init=False)
     bedrock_requests: RequestLog = field(default_factory=RequestLog)
     traces: Traces = field(default_factory=Traces)
@@ -85,12 +83,12 @@ class Services:
 
     def __post_init__(self) -> None:
         images = DockerImageAssets(self.config.base_image)
-        self.cloudformation = CloudFormation(self.config, self.store, self, images)
+        self.cloudformation = CloudFormationControl(self.config, self.store, self, images)
         self.cloudwatch = CloudWatchControl(Metrics(), self.config.region, self.config.account_id)
         self.reply_model = reply_model_from_config(self.config)
 
     def replica_metrics(self) -> LogMetrics:
-        """What stores the EMF lines of every replica's log (emulator/server.py runs it)."""
+        """What stores the EMF lines of every replica's log (emulator.server runs it)."""
         return LogMetrics(self.config.home_dir / "logs", self.cloudwatch.metrics)
 
     def preload_reply_model(self) -> None:
@@ -112,7 +110,7 @@ class Services:
     async def _load_after_endpoints(self, load: Callable[[], object]) -> None:
         deadline = time.monotonic() + self.config.startup_timeout_s
         while True:  # the replicas' state is the controller's to change: read it as it polls them
-            if not self.control_plane.controller.endpoint_replicas_starting() or time.monotonic() > deadline:
+            if not self.sagemaker.controller.endpoint_replicas_starting() or time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.1)
         try:
@@ -130,9 +128,9 @@ class Services:
     def operations(self) -> Mapping[str, Mapping[str, Operation]]:
         """Every control plane's operations, by boto3's service name."""
         return {
-            "sagemaker": self.control_plane.operations(),
+            "sagemaker": self.sagemaker.operations(),
             "application-autoscaling": self.autoscaling.operations(),
-            "bedrock-agentcore-control": self.agent_runtimes.operations(),
+            "bedrock-agentcore-control": self.agentcore.operations(),
             "sts": self.sts.operations(),
             "cloudformation": self.cloudformation.operations(),
             "cloudwatch": self.cloudwatch.operations(),
@@ -165,8 +163,8 @@ def make_services(
         router=Router(store, config.account_id),
         http=http,
         info=info,
-        control_plane=ControlPlane(config, store, runtime, controller),
-        agent_runtimes=AgentRuntimeControl(
+        sagemaker=SageMakerControl(config, store, runtime, controller),
+        agentcore=AgentCoreControl(
             store,
             controller,
             region=config.region,
@@ -175,8 +173,8 @@ def make_services(
             platform_env=platform_env,
             on_create=lambda: services.preload_reply_model(),
         ),
-        autoscaling=AutoScaling(config, store),
-        sts=Sts(config),
+        autoscaling=AutoScalingControl(config, store),
+        sts=StsControl(config),
     )
     return services
 
@@ -188,7 +186,7 @@ def create_app(services: Services) -> Quart:
     auth.install(app, services.config)
     bodies.install(app)
     json_targets = {
-        **sagemaker_routes.json_targets(services.control_plane),
+        **sagemaker_routes.json_targets(services.sagemaker),
         **autoscaling_routes.json_targets(services.autoscaling),
         **cloudwatch_routes.json_targets(services.cloudwatch),
     }
@@ -203,13 +201,12 @@ def create_app(services: Services) -> Quart:
         ),
         *sagemaker_routes.blueprints(services.config, services.router, services.runtime, services.http),
         *bedrock_routes.blueprints(services.config, services.bedrock_requests, model=services.reply_model),
-        *agentcore_routes.blueprints(services.config, services.agent_runtimes, services.http),
+        *agentcore_routes.blueprints(services.config, services.agentcore, services.http),
         *sts_routes.blueprints(services.sts),
         *cloudformation_routes.blueprints(services.cloudformation),
         admin_blueprint(
-            services.store, services.info, services.bedrock_requests, services.cloudwatch.metrics
+            services.store, services.info, services.bedrock_requests, services.cloudwatch, services.traces
         ),
-        openai_blueprint(services.config, services.router, services.http),
     ]
     for blueprint in blueprints:
         app.register_blueprint(blueprint)

@@ -1,6 +1,7 @@
-"""Run the emulator in-process: one Hypercorn server with two listeners, plus the controller.
+"""The running emulator: one Hypercorn server with two listeners, the controller, and the app
+(`app.py`) that serves every emulated service on both.
 
-Python API (what tests and the agent's integration tests use):
+Python API (what tests, the local stack and the command line use):
 
 ```python
 from emulator.config import EmulatorConfig
@@ -19,7 +20,9 @@ with emulator_in_thread(config, manifest) as emu:   # for synchronous callers (b
 `run_emulator` creates the manifest's resources through the control-plane code, waits until its
 endpoints are InService and its agent runtimes READY (raising `EmulatorStartError` with the
 failure reason if one fails), and on exit stops every replica it started. Ports 0 pick free
-ports; `emu.env` has the real ones.
+ports; `emu.env` has the real ones. `serve` is `python -m emulator up`: the same until SIGINT or
+SIGTERM, the emulator recorded in its home meanwhile (`record.py`) and its `export` lines printed once
+it is ready.
 """
 
 from __future__ import annotations
@@ -29,23 +32,26 @@ import contextlib
 import dataclasses
 import logging
 import os
+import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
-from hypercorn.asyncio import serve
+from hypercorn.asyncio import serve as hypercorn_serve
 from hypercorn.config import Config as HypercornConfig
 
-from emulator import hypercorn_fixes
-from emulator.app import Services, create_app, make_services
 from emulator.config import EmulatorConfig
 from emulator.controller.reconcile import Controller
 from emulator.controller.runtimes import make_runtime
 from emulator.controller.store import Store
-from emulator.manifest import Manifest
+from emulator.manifest import Manifest, load_manifest
+from emulator.server import hypercorn_fixes
+from emulator.server.app import Services, create_app, make_services
+from emulator.server.record import export_lines, public_env, read_record, record_path, write_record
 from emulator.services.cloudformation.routes import PATH as CLOUDFORMATION_PATH
 from emulator.services.sts.routes import PATH as STS_PATH
 from emulator.wire.awserrors import AwsError
@@ -100,8 +106,6 @@ class Emulator:
         self.services = services
         self.config = services.config
         self.store = services.store
-        self.control_plane = services.control_plane
-        self.agent_runtimes = services.agent_runtimes
         self.tls = tls
         self.http_url = http_url
         self.h2_url = h2_url
@@ -171,6 +175,29 @@ class Emulator:
         return None, None
 
 
+def _hypercorn_config(http_sock: socket.socket, h2_sock: socket.socket, tls: TlsFiles) -> HypercornConfig:
+    """One server on both listeners: plain HTTP/1.1, and h2 over TLS (the bidirectional stream)."""
+    hyper = HypercornConfig()
+    hyper.bind = [f"fd://{h2_sock.detach()}"]
+    hyper.insecure_bind = [f"fd://{http_sock.detach()}"]
+    hyper.certfile = str(tls.cert_chain)
+    hyper.keyfile = str(tls.key)
+    hyper.graceful_timeout = 1.0
+    hyper.keep_alive_timeout = 75.0
+    hyper.accesslog = None
+    hyper.errorlog = logging.getLogger("hypercorn.error")  # the process's logging config decides where
+    return hyper
+
+
+def _listeners(config: EmulatorConfig) -> tuple[socket.socket, socket.socket]:
+    http_sock = _listen(config.host, config.http_port)
+    try:
+        return http_sock, _listen(config.host, config.h2_port)
+    except EmulatorStartError:
+        http_sock.close()
+        raise
+
+
 @contextlib.asynccontextmanager
 async def run_emulator(
     config: EmulatorConfig | None = None, manifest: Manifest | None = None, *, wait: bool = True
@@ -179,22 +206,13 @@ async def run_emulator(
     manifest = manifest or Manifest()
     if manifest.images:
         config = dataclasses.replace(config, images={**config.images, **manifest.images})
-    home = config.home_dir
-    home.mkdir(parents=True, exist_ok=True)
-    tls = await asyncio.to_thread(ensure_tls, home)
+    config.home_dir.mkdir(parents=True, exist_ok=True)
+    tls = await asyncio.to_thread(ensure_tls, config.home_dir)
     runtime = make_runtime(config)
     await runtime.check()
-
-    http_sock = _listen(config.host, config.http_port)
-    try:
-        h2_sock = _listen(config.host, config.h2_port)
-    except EmulatorStartError:
-        http_sock.close()
-        raise
-    http_port, h2_port = http_sock.getsockname()[1], h2_sock.getsockname()[1]
-
-    http_url = f"http://{config.host}:{http_port}"
-    h2_url = f"https://{config.tls_hostname}:{h2_port}"
+    http_sock, h2_sock = _listeners(config)
+    http_url = f"http://{config.host}:{http_sock.getsockname()[1]}"
+    h2_url = f"https://{config.tls_hostname}:{h2_sock.getsockname()[1]}"
     store = Store()
     client = httpx.AsyncClient(trust_env=False, timeout=config.invoke_timeout_s)
     controller = Controller(config, store, runtime, client)
@@ -213,24 +231,15 @@ async def run_emulator(
         },
     )
     emulator = Emulator(services, tls, http_url, h2_url)
-
     hypercorn_fixes.apply()
-    hyper = HypercornConfig()
-    hyper.bind = [f"fd://{h2_sock.detach()}"]
-    hyper.insecure_bind = [f"fd://{http_sock.detach()}"]
-    hyper.certfile = str(tls.cert_chain)
-    hyper.keyfile = str(tls.key)
-    hyper.graceful_timeout = 1.0
-    hyper.keep_alive_timeout = 75.0
-    hyper.accesslog = None
-    hyper.errorlog = logging.getLogger("hypercorn.error")  # the process's logging config decides where
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    server = loop.create_task(serve(create_app(services), hyper, shutdown_trigger=stop.wait))
-    reconciler = loop.create_task(controller.run())
+    hyper = _hypercorn_config(http_sock, h2_sock, tls)
+    server = loop.create_task(hypercorn_serve(create_app(services), hyper, shutdown_trigger=stop.wait))
     # Once a second: a replica's EMF line is a metric within a second, and the shortest alarm period
     # the emulator is asked for (high resolution, 10 s) is evaluated ten times over.
-    observers = [
+    tasks = [
+        loop.create_task(controller.run()),
         loop.create_task(services.replica_metrics().run(1.0)),
         loop.create_task(services.cloudwatch.run(1.0)),
     ]
@@ -240,9 +249,8 @@ async def run_emulator(
             await emulator.wait_in_service(manifest)
         yield emulator
     finally:
-        reconciler.cancel()
-        for observer in observers:
-            observer.cancel()
+        for task in tasks:
+            task.cancel()
         await controller.shutdown()
         runtime.close()
         stop.set()
@@ -295,3 +303,52 @@ def emulator_in_thread(
     finally:
         box["loop"].call_soon_threadsafe(box["stop"].set)
         thread.join(timeout)
+
+
+def _record(config: EmulatorConfig, emu: Emulator, ready: bool, manifest: str) -> None:
+    env = public_env(config, emu.env)
+    write_record(
+        config, {**emu.info(), "ready": ready, "manifest": manifest, "env": env, "home": str(config.home_dir)}
+    )
+
+
+async def serve(config: EmulatorConfig, manifest_path: str) -> None:
+    """`python -m emulator up`: run the emulator until SIGINT or SIGTERM, recording itself (not ready,
+    then ready) meanwhile, and print its `export` lines once the manifest's endpoints are InService and
+    its agent runtimes READY."""
+    manifest = load_manifest(manifest_path)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with run_emulator(config, manifest, wait=False) as emu:
+        try:
+            _record(config, emu, False, manifest_path)
+            waiting = loop.create_task(emu.wait_in_service(manifest))
+            stopping = loop.create_task(stop.wait())
+            await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not waiting.done():
+                waiting.cancel()
+                return
+            stopping.cancel()
+            waiting.result()
+            _record(config, emu, True, manifest_path)
+            _print_ready(config, emu, manifest)
+            await stop.wait()
+            print("# stopping: terminating replicas", file=sys.stderr, flush=True)
+        finally:
+            record = read_record(config)
+            if record is not None and record.get("pid") == os.getpid():
+                record_path(config).unlink(missing_ok=True)
+
+
+def _print_ready(config: EmulatorConfig, emu: Emulator, manifest: Manifest) -> None:
+    names = ", ".join(manifest.endpoints) or "none"
+    runtimes = ", ".join(f"{name} ({emu.runtime_arn(name)})" for name in manifest.agent_runtimes)
+    print(
+        f"# emulator ready (pid {os.getpid()}): endpoints InService: {names}; "
+        f"agent runtimes READY: {runtimes or 'none'}",
+        flush=True,
+    )
+    print(f"# control plane + runtime {emu.http_url}, bidirectional stream {emu.h2_url}", flush=True)
+    print(export_lines(public_env(config, emu.env), bool(config.sigv4_keys)), flush=True)

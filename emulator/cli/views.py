@@ -1,9 +1,10 @@
-"""What `python -m emulator status` and `logs` print from a running emulator's status (the JSON of
-`GET /_emulator/status`, admin.py): tables of endpoints, agent runtimes, CloudFormation stacks,
-failure reasons, replicas and recent events; the end of every replica's log (endpoints' and agent
-runtimes' alike). A replica that reports its load shows it as LOAD, `sessions playing/sessions it
-keeps gap-free`, marked SATURATED when the first is over the second (new sessions then wait longer for
-first audio)."""
+"""What `python -m emulator status`, `logs`, `metrics` and `traces` print from what a running emulator's
+operator routes answer (emulator/admin/). The status: tables of endpoints, agent runtimes, recorded
+autoscaling, CloudFormation stacks, the latest value of each metric of the dashboards CloudWatch holds,
+failure reasons, replicas and recent events; a replica that reports its load shows it as LOAD,
+`sessions playing/sessions it keeps gap-free`, marked SATURATED when the first is over the second (new
+sessions then wait longer for first audio). The logs: the end of every replica's log (endpoints' and
+agent runtimes' alike). The traces: each as a timeline."""
 
 from __future__ import annotations
 
@@ -65,31 +66,31 @@ def _replica_row(r: dict[str, Any], owner: str) -> list[str]:
     ]
 
 
-def format_status(status: dict[str, Any]) -> str:
-    info = status["emulator"]
-    out = [
-        f"emulator pid {info.get('pid')}  {info.get('http_url')}  {info.get('h2_url')}  "
-        f"runtime {info.get('runtime')}",
-        f"response streams split: {info.get('rechunk', '-')}",
-        "",
-    ]
+REPLICA_COLUMNS = [
+    "REPLICA",
+    "ENDPOINT",
+    "VARIANT",
+    "ROLE",
+    "PHASE",
+    "READY",
+    "RESTARTS",
+    "SESSIONS",
+    "LOAD",
+    "PORT",
+    "PROCESS",
+    "AGE",
+]
+
+
+def _section(rows: list[list[Any]], title: str | None = None) -> list[str]:
+    """A table after a blank line (under `title`), or nothing when it has only its header."""
+    if len(rows) < 2:
+        return []
+    return ["", *([title] if title else []), _table(rows)]
+
+
+def _endpoints(status: dict[str, Any], replicas: list[list[str]]) -> str:
     endpoints = [["ENDPOINT", "STATUS", "CONFIG", "VARIANTS", "READY", "AGE"]]
-    replicas = [
-        [
-            "REPLICA",
-            "ENDPOINT",
-            "VARIANT",
-            "ROLE",
-            "PHASE",
-            "READY",
-            "RESTARTS",
-            "SESSIONS",
-            "LOAD",
-            "PORT",
-            "PROCESS",
-            "AGE",
-        ]
-    ]
     for ep in status["endpoints"]:
         variants = ",".join(f"{v['name']}({v['instance_type']})" for v in ep["variants"]) or "-"
         ready = sum(v["ready"] for v in ep["variants"])
@@ -97,19 +98,22 @@ def format_status(status: dict[str, Any]) -> str:
         endpoints.append(
             [ep["name"], ep["status"], ep["config"], variants, f"{ready}/{desired}", _age(ep["created"])]
         )
-        for r in ep["replicas"]:
-            replicas.append(_replica_row(r, ep["name"]))
-    out.append(_table(endpoints))
+        replicas += [_replica_row(r, ep["name"]) for r in ep["replicas"]]
+    return _table(endpoints)
+
+
+def _runtimes(status: dict[str, Any], replicas: list[list[str]]) -> list[list[str]]:
     runtimes = [["AGENT RUNTIME", "STATUS", "VERSION", "PLATFORM", "ENDPOINTS", "ARN", "AGE"]]
     for rt in status.get("agent_runtimes", []):
         endpoints_of = ",".join(rt["endpoints"])
         platform = rt.get("platform") or "-"  # local commands: no image to tell
         row = [rt["name"], rt["status"], str(rt["version"]), platform, endpoints_of, rt["arn"]]
         runtimes.append([*row, _age(rt["created"])])
-        for r in rt["replicas"]:
-            replicas.append(_replica_row(r, rt["name"]))
-    if len(runtimes) > 1:
-        out += ["", _table(runtimes)]
+        replicas += [_replica_row(r, rt["name"]) for r in rt["replicas"]]
+    return runtimes
+
+
+def _scaling(status: dict[str, Any]) -> list[list[str]]:
     scaling = [["AUTOSCALING (recorded, not applied)", "MIN", "MAX", "POLICY", "METRIC", "TARGET"]]
     for target in status.get("autoscaling", []):
         for policy in target["policies"] or [{"name": "-", "metric": "-", "target": "-"}]:
@@ -123,22 +127,50 @@ def format_status(status: dict[str, Any]) -> str:
                     str(policy["target"]),
                 ]
             )
-    if len(scaling) > 1:
-        out += ["", _table(scaling)]
+    return scaling
+
+
+def _stacks(status: dict[str, Any]) -> list[list[str]]:
     stacks = [["STACK", "STATUS", "RESOURCES", "AGE", "REASON"]]
     for stack in status.get("stacks", []):
         row = [stack["name"], stack["status"], str(stack["resources"]), _age(stack["created"])]
         stacks.append([*row, stack["reason"] or "-"])
-    if len(stacks) > 1:
-        out += ["", _table(stacks)]
-    minute = status.get("last_minute")
-    if minute and minute.get("requests"):
-        out += [
-            "",
-            f"LAST MINUTE (tts)  first audio p50 {_ms(minute['first_audio_ms_p50'])} "
-            f"p90 {_ms(minute['first_audio_ms_p90'])}  requests {minute['requests']:g}  "
-            f"stalls {minute['stalls']:g}",
-        ]
+    return stacks
+
+
+def _dashboards(status: dict[str, Any]) -> list[str]:
+    """Each dashboard CloudWatch holds (emulator/admin/dashboards.py): its metrics' latest values."""
+    out = []
+    for dashboard in status.get("dashboards", []):
+        rows = [["WIDGET", "METRIC", "STAT", "PERIOD", "LATEST"]]
+        for widget in dashboard["widgets"]:
+            for metric in widget["metrics"]:
+                if "unread" in metric:
+                    rows.append([widget["title"], metric["label"], "-", "-", f"unread: {metric['unread']}"])
+                    continue
+                value = metric["value"]
+                latest = "-" if value is None else f"{value:.4g}"
+                rows.append(
+                    [widget["title"], metric["label"], metric["stat"], f"{metric['period_s']} s", latest]
+                )
+        out += _section(rows, f"DASHBOARD {printable(dashboard['name'])} (each metric over its last period)")
+    return out
+
+
+def format_status(status: dict[str, Any]) -> str:
+    info = status["emulator"]
+    out = [
+        f"emulator pid {info.get('pid')}  {info.get('http_url')}  {info.get('h2_url')}  "
+        f"runtime {info.get('runtime')}",
+        f"response streams split: {info.get('rechunk', '-')}",
+        "",
+    ]
+    replicas = [REPLICA_COLUMNS]
+    out.append(_endpoints(status, replicas))
+    out += _section(_runtimes(status, replicas))
+    out += _section(_scaling(status))
+    out += _section(_stacks(status))
+    out += _dashboards(status)
     failures = [
         printable(f"  {item['name']}: {item['failure_reason']}")
         for item in [*status["endpoints"], *status.get("agent_runtimes", [])]
@@ -146,19 +178,13 @@ def format_status(status: dict[str, Any]) -> str:
     ]
     if failures:
         out += ["", "FAILURE REASONS", *failures]
-    if len(replicas) > 1:
-        out += ["", _table(replicas)]
+    out += _section(replicas)
     events = [["AGE", "TYPE", "REASON", "OBJECT", "MESSAGE"]]
     events += [
         [_age(e["time"]), e["type"], e["reason"], e["object"], e["message"]] for e in status["events"][-15:]
     ]
-    if len(events) > 1:
-        out += ["", "EVENTS", _table(events)]
+    out += _section(events, "EVENTS")
     return "\n".join(out)
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0f} ms"
 
 
 def format_metrics(rows: list[dict[str, Any]], window_s: float) -> str:
@@ -192,3 +218,19 @@ def format_logs(chosen: list[dict[str, Any]], tail: int) -> str:
         header = f"==> {replica['id']} ({replica['ident'] or 'not running'}) {replica['log']} <=="
         blocks.append(header + "\n" + "\n".join(lines[-tail:]))
     return "\n".join(blocks)
+
+
+def timeline(trace: dict[str, Any], width: int = 50) -> str:
+    """One trace as text: each span's offset, duration and a bar on the trace's time axis."""
+    spans = trace["spans"]
+    total = max((s["start_ms"] + s["duration_ms"] for s in spans), default=0.0) or 1.0
+    depth = {s["span_id"]: 0 for s in spans}
+    lines = [f"trace {trace['trace_id']} ({spans[0]['service'] if spans else '-'}), {total:.0f} ms"]
+    for s in spans:
+        depth[s["span_id"]] = depth.get(s["parent_id"], -1) + 1
+        begin = int(s["start_ms"] / total * width)
+        length = max(1, int(s["duration_ms"] / total * width))
+        bar = " " * begin + "#" * min(length, width - begin)
+        name = "  " * depth[s["span_id"]] + s["name"]
+        lines.append(f"  {name:<28} {s['start_ms']:>8.1f} ms {s['duration_ms']:>8.1f} ms  |{bar:<{width}}|")
+    return "\n".join(lines)

@@ -1,10 +1,10 @@
 """The product's shared facts, defined here once and imported wherever they are used: the container
-(`tts`), the agent, the deploy, the tools, the benchmarks and the tests. `tests/test_house.py` checks that
-no other module assigns one of these names or its value.
+(`tts`), the agent, the deploy, the tools, the benchmarks and the tests. `tests/test_house_facts.py` checks
+that no other module assigns one of these names or its value.
 
 Audio leaves the container as Kokoro-82M makes it: 24 kHz mono 16-bit little-endian PCM, or encoded in
-one of AUDIO_FORMATS. The endpoint, the default voice and the modes are the names the manifests, the
-stacks and the clients agree on.
+one of AUDIO_FORMATS. The endpoints, the agent's runtime, the default voice and the modes are the names
+the manifests, the stacks and the clients agree on.
 """
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ DEFAULT_VOICE = "af_heart"
 own default (KPipeline's examples, Kokoro-FastAPI), American English, the highest graded of its voices."""
 TTS_ENDPOINT = "kokoro-82m"
 """The SageMaker endpoint (and speech model) name: compose/emulator.yaml, the deploy, the agent."""
+AGENT_RUNTIME = "voice_agent"
+"""The AgentCore runtime the agent runs as (compose/emulator.yaml, the deploy's `VoiceAgent-Runtime`, the
+local stack), and the service name of its traces."""
 
 BIDI = "bidi"
 BATCH = "batch"

@@ -32,14 +32,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.websockets import WebSocket
 
-from agent.browser_guard import (
-    NOSNIFF,
-    HostGuard,
-    allowed_hosts,
-    cross_origin_refusal,
-    foreign_origin,
-    page_headers,
-)
+from agent.browser_guard import NOSNIFF, cross_origin_refusal, foreign_origin, host_refusal, page_headers
 from agent.config import AgentConfig
 from agent.events import Event, EventClock, TurnError, agent_end, error, interrupted
 from agent.listening import SpokenConversation
@@ -49,7 +42,9 @@ from agent.sagemaker_client import bidirectional_client
 from agent.stt_session import STTSession
 from agent.telemetry import TurnTelemetry, tracer_provider
 from agent.tts_session import TTSSession
+from agent.turn_taking import TurnTaking
 from facts import AUDIO_FORMATS, BIDI, MODES
+from host_guard import HostGuard, allowed_hosts
 from tts.wire.sse import encode_event
 
 MAX_PROMPT_CHARS = 4000
@@ -197,47 +192,83 @@ class Speech:
         return await STTSession.open(await self._shared_client(), self._config.stt_endpoint)
 
 
-def voice_list(speech: Speech) -> Callable[[Request], Awaitable[Response]]:
-    """`GET /voices`: the TTS endpoint's voices, for the page's voice picker, asked of the endpoint
-    itself (so a model directory's own voices are there too)."""
+class VoiceAgent:
+    """The agent's turns, over one conversation per runtime session and the shared speech client: a
+    turn per `POST /invocations` (its events as SSE) and per final transcript of a spoken conversation
+    (`WS /ws`)."""
 
-    async def voices(request: Request) -> Response:
+    def __init__(self, config: AgentConfig) -> None:
+        self._config = config
+        self._conversations = Conversations(config)
+        self._speech = Speech(config)
+        self._provider = tracer_provider()
+        backchannels = None if config.backchannels is None else frozenset(config.backchannels)
+        self._turn_taking = TurnTaking(backchannels, config.preempt_complete, self._discard_turn)
+
+    async def invoke(self, payload: Any, context: Any) -> StreamingResponse:
+        """The SDK's entrypoint: the turn's events as Server-Sent Events."""
+        return StreamingResponse(
+            self._sse(payload, getattr(context, "session_id", None)), media_type="text/event-stream"
+        )
+
+    async def converse(self, websocket: WebSocket, context: Any) -> None:
+        """The SDK's `/ws`: a spoken conversation, another site's refused."""
+        if foreign_origin(websocket) is not None:
+            await websocket.close(code=1008)  # before accept: the browser gets HTTP 403
+            return
+        session_id = getattr(context, "session_id", None)
+        conversation = SpokenConversation(
+            websocket,
+            session_id,
+            self.events,
+            self._speech.open_listening,
+            self._check_settings,
+            self._turn_taking,
+        )
+        await conversation.run()
+
+    async def _discard_turn(self, session_id: str) -> None:
+        """A turn started before the user's turn was certain, and the user went on: its work is undone."""
+        await self._conversations.for_session(session_id).discard()
+
+    async def events(self, payload: Any, session_id: str | None) -> AsyncIterator[Event]:
+        """One turn's events, observed into its telemetry (spans and EMF line)."""
+        telemetry = TurnTelemetry(self._provider)
         try:
-            async with asyncio.timeout(VOICES_TIMEOUT_S), await speech.open_session() as session:
-                listed = await session.voices()
-        except Exception as exc:  # no endpoint, a refused session, a timeout: the page keeps the default
-            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            return JSONResponse({"error": f"the voice list is not available ({reason})"}, status_code=502)
-        return JSONResponse(listed, headers=NOSNIFF)
-
-    return voices
-
-
-def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
-    config = config or AgentConfig.from_env()
-    app = BedrockAgentCoreApp()
-    conversations = Conversations(config)
-    speech = Speech(config)
-    provider = tracer_provider()
-
-    async def events(payload: Any, session_id: str | None) -> AsyncIterator[Event]:
-        telemetry = TurnTelemetry(provider)  # the turn's spans and EMF line, from its events
-        try:
-            async for event in turn_events(payload, session_id):
+            async for event in self._turn_events(payload, session_id):
                 telemetry.observe(event)
                 yield event
         finally:
             telemetry.end()
 
-    async def turn_events(payload: Any, session_id: str | None) -> AsyncIterator[Event]:
+    async def _sse(self, payload: Any, session_id: str | None) -> AsyncIterator[bytes]:
+        async for event in self.events(payload, session_id):
+            yield encode_event(event)
+
+    async def voices(self, request: Request) -> Response:
+        """`GET /voices`: the TTS endpoint's voices, for the page's voice picker, asked of the endpoint
+        itself (so a model directory's own voices are there too); 502 when it cannot say (no endpoint, a
+        refused session, a timeout: the page keeps its default)."""
+        try:
+            async with asyncio.timeout(VOICES_TIMEOUT_S), await self._speech.open_session() as session:
+                listed = await session.voices()
+        except Exception as exc:
+            reason = type(exc).__name__ if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+            return JSONResponse({"error": f"the voice list is not available ({reason})"}, status_code=502)
+        return JSONResponse(listed, headers=NOSNIFF)
+
+    def _check_settings(self, settings: dict[str, Any]) -> None:
+        parse_turn({**settings, "prompt": "settings"}, self._config)
+
+    async def _turn_events(self, payload: Any, session_id: str | None) -> AsyncIterator[Event]:
         clock = EventClock()
         # The interrupt's event goes out only once this turn has started (or been refused): a yield
         # between the interrupt and `start_turn` let a turn sent at the same moment on the same session
         # start in between, unheard and uninterrupted, and this one was refused as session_busy.
         notice: Event | None = None
         try:
-            turn, played_ms = parse_request(payload, config)
-            conversation = conversations.for_session(session_id)
+            turn, played_ms = parse_request(payload, self._config)
+            conversation = self._conversations.for_session(session_id)
             if played_ms is not None:
                 notice = interrupted(clock, played_ms, await conversation.interrupt(played_ms))
                 if turn is None:
@@ -257,56 +288,63 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
             if notice is not None:
                 yield notice
             async for event in RUNS[turn.mode](
-                turn, lambda prompt: text_deltas(conversation.agent, prompt), speech.open_session, spoken
+                turn,
+                lambda prompt: text_deltas(conversation.agent, prompt),
+                self._speech.open_session,
+                spoken,
             ):
                 yield event
         finally:
             spoken.ended.set()
 
-    async def sse(payload: Any, session_id: str | None) -> AsyncIterator[bytes]:
-        async for event in events(payload, session_id):
-            yield encode_event(event)
 
-    @app.entrypoint
-    async def invoke(payload: Any, context: Any) -> StreamingResponse:
-        return StreamingResponse(
-            sse(payload, getattr(context, "session_id", None)), media_type="text/event-stream"
-        )
+class WebPage:
+    """The page (`agent/web/index.html`, its CSP by hash), its capture script and its icon, read once."""
 
-    def check_settings(settings: dict[str, Any]) -> None:
-        parse_turn({**settings, "prompt": "settings"}, config)
+    def __init__(self) -> None:
+        web = resources.files("agent") / "web"
+        self._html = (web / "index.html").read_text(encoding="utf-8")
+        self._headers = page_headers(self._html)
+        self._capture_js = (web / "capture.js").read_text(encoding="utf-8")
 
-    @app.websocket
-    async def converse(websocket: WebSocket, context: Any) -> None:
-        if foreign_origin(websocket) is not None:
-            await websocket.close(code=1008)  # before accept: the browser gets HTTP 403
-            return
-        session_id = getattr(context, "session_id", None)
-        await SpokenConversation(websocket, session_id, events, speech.open_listening, check_settings).run()
+    async def page(self, request: Request) -> HTMLResponse:
+        return HTMLResponse(self._html, headers=self._headers)
 
-    routes = app.router.routes
+    async def favicon(self, request: Request) -> Response:
+        return Response(FAVICON_SVG, media_type="image/svg+xml", headers=NOSNIFF)
+
+    async def capture(self, request: Request) -> Response:
+        return Response(self._capture_js, media_type="text/javascript", headers=NOSNIFF)
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/", self.page, methods=["GET"]),
+            Route("/favicon.ico", self.favicon, methods=["GET"]),
+            Route("/capture.js", self.capture, methods=["GET"]),
+        ]
+
+
+def _guarded_invocations(routes: list) -> None:
+    """The SDK's `/invocations` route, replaced by the same endpoint behind `_same_origin_only` and
+    `_parsed_first`."""
     at = next(i for i, route in enumerate(routes) if getattr(route, "path", None) == "/invocations")
     routes[at] = Route(
         "/invocations", _same_origin_only(_parsed_first(routes[at].endpoint)), methods=["POST"]
     )
-    web = resources.files("agent") / "web"
-    html = (web / "index.html").read_text(encoding="utf-8")
-    headers = page_headers(html)
-    capture_js = (web / "capture.js").read_text(encoding="utf-8")
 
-    async def page(request: Request) -> HTMLResponse:
-        return HTMLResponse(html, headers=headers)
 
-    async def favicon(request: Request) -> Response:
-        return Response(FAVICON_SVG, media_type="image/svg+xml", headers=NOSNIFF)
-
-    app.router.routes.append(Route("/", page, methods=["GET"]))
-
-    async def capture(request: Request) -> Response:
-        return Response(capture_js, media_type="text/javascript", headers=NOSNIFF)
-
-    app.router.routes.append(Route("/favicon.ico", favicon, methods=["GET"]))
-    app.router.routes.append(Route("/voices", voice_list(speech), methods=["GET"]))
-    app.router.routes.append(Route("/capture.js", capture, methods=["GET"]))
-    app.add_middleware(HostGuard, allowed=allowed_hosts(config.host, config.allowed_hosts))
+def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
+    """The SDK's app (`/invocations`, `/ping`, `/ws`) over the agent's turns, `/invocations` guarded,
+    the page's routes added, and every request's `Host` checked (agent.browser_guard)."""
+    config = config or AgentConfig.from_env()
+    app = BedrockAgentCoreApp()
+    agent = VoiceAgent(config)
+    app.entrypoint(agent.invoke)
+    app.websocket(agent.converse)
+    _guarded_invocations(app.router.routes)
+    app.router.routes.extend(WebPage().routes())
+    app.router.routes.append(Route("/voices", agent.voices, methods=["GET"]))
+    app.add_middleware(
+        HostGuard, allowed=allowed_hosts(config.host, config.allowed_hosts), refusal=host_refusal
+    )
     return app

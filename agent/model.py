@@ -224,11 +224,31 @@ class Conversation:
             await asyncio.wait({answer.task}, timeout=RELEASE_WAIT_S)
         return record
 
+    async def discard(self) -> None:
+        """The latest turn was started before the user had finished (agent.turn_taking) and is thrown
+        away: its model stops, and once it has let go (up to RELEASE_WAIT_S) the history is as it was
+        before the turn, as if it never ran."""
+        answer = _ANSWERS.get(self.agent)
+        if answer is not None:
+            answer.stop.set()
+            await asyncio.wait({answer.task}, timeout=RELEASE_WAIT_S)
+        messages, before = self.agent.messages, self._last_before_turn
+        if before is None:
+            messages.clear()
+        else:  # by identity, as _record_assistant_turn: the sliding window moves indices
+            kept = next((i + 1 for i in range(len(messages) - 1, -1, -1) if messages[i] is before), None)
+            if kept is not None:
+                del messages[kept:]
+        self.spoken = None
+
 
 class Conversations:
     """One conversation (a Strands agent, so one history) per AgentCore session, least recently used
-    evicted first, so a long-running runtime does not grow without bound. All of them share one
-    `BedrockModel` (one boto3 client), so a turn does not pay for building a client."""
+    evicted first, so a long-running runtime does not grow without bound; never one whose turn still
+    runs (its model writes or its speech streams): evicted, its session's next prompt got a fresh
+    conversation that was not busy and ran beside the answer still speaking, and an interrupt reached
+    only the new one. While more than `limit` sessions speak at once, they are all kept. All of them
+    share one `BedrockModel` (one boto3 client), so a turn does not pay for building a client."""
 
     def __init__(self, config: AgentConfig, limit: int = MAX_CONVERSATIONS) -> None:
         self._config = config
@@ -243,6 +263,9 @@ class Conversations:
             build_agent(self._config, self._model)
         )
         self._conversations[session_id] = conversation
-        while len(self._conversations) > self._limit:
-            self._conversations.popitem(last=False)
+        excess = len(self._conversations) - self._limit
+        if excess > 0:
+            idle = [sid for sid, held in self._conversations.items() if sid != session_id and not held.busy()]
+            for sid in idle[:excess]:
+                del self._conversations[sid]
         return conversation

@@ -13,6 +13,10 @@ from typing import Any
 from agent.endpoint_stream import Control, EndpointStream
 from facts import STT_SAMPLE_RATE
 
+AUDIO_PART_BYTES = 64 * 1024
+"""2 s of 16 kHz s16le: a browser's capture sends 20-100 ms a frame, so this splits only a client's
+unusually large frame (an even size keeps every part whole samples)."""
+
 
 class STTSession(EndpointStream):
     _ended = False
@@ -22,7 +26,11 @@ class STTSession(EndpointStream):
         await self.send({"type": "start", "sample_rate": STT_SAMPLE_RATE})
 
     async def audio(self, pcm: bytes) -> None:
-        await self.send_bytes(pcm)
+        """Any amount of audio, in parts of at most AUDIO_PART_BYTES: the container refuses a WebSocket
+        message over 1 MiB (stt/__main__.py), and a client's 2 MiB frame once ended the conversation
+        with `stt_stream_error`."""
+        for start in range(0, len(pcm), AUDIO_PART_BYTES):
+            await self.send_bytes(pcm[start : start + AUDIO_PART_BYTES])
 
     async def end(self) -> None:
         if not self._ended:

@@ -6,8 +6,8 @@ and inside it `model.first_token` (start to the first `text_delta`), `speech.fir
 first `audio_chunk`), one `speech.sentence` per sentence handed to speech (its first audio chunk to its
 last), and `turn.interrupt` where the listener barged in. The exporter is the SDK's OTLP/HTTP one,
 configured by the standard variables (`OTEL_EXPORTER_OTLP_ENDPOINT` or `..._TRACES_ENDPOINT`,
-`OTEL_SERVICE_NAME`); with neither endpoint set nothing is exported. The provider is this module's own
-(not the global one), so Strands' own instrumentation is left as it is.
+`OTEL_SERVICE_NAME`, else facts.AGENT_RUNTIME); with neither endpoint set nothing is exported. The
+provider is this module's own (not the global one), so Strands' own instrumentation is left as it is.
 
 The EMF line (namespace facts.METRICS_NAMESPACE, `Service=agent`): TimeToFirstToken, TimeToFirstAudio
 (ms), TurnSeconds, Sentences, Interrupts. Neither carries the user's text or the answer: only times,
@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from agent.events import Event
-from facts import FIRST_AUDIO_METRIC, METRICS_NAMESPACE
+from facts import AGENT_RUNTIME, FIRST_AUDIO_METRIC, METRICS_NAMESPACE
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 SERVICE = {"Service": "agent"}
@@ -43,7 +43,7 @@ def tracer_provider(exporter: SpanExporter | None = None) -> TracerProvider | No
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         exporter = OTLPSpanExporter()
-    name = os.environ.get("OTEL_SERVICE_NAME") or "voice_agent"
+    name = os.environ.get("OTEL_SERVICE_NAME") or AGENT_RUNTIME
     provider = TracerProvider(resource=Resource.create({SERVICE_NAME: name}))
     provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider

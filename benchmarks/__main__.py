@@ -21,6 +21,7 @@ STUDIES = {
     "engines": "the TTS engines side by side: ready time, real-time factor, first audio",
     "streaming": "streamed vs whole-segment decoding: first audio of 10-25 words; whole text vs kokoro-onnx",
     "gpu": "the torch engine on CUDA: load, RTF, first audio; 1, 4, 16 sessions (skipped without a GPU)",
+    "batching": "the torch engine's windows of many sessions in one pass vs one by one (GPU check's study)",
     "gpu_image": "the GPU image on --gpus all: first audio, RTF, VRAM, sessions at real time (needs a GPU)",
     "playback": "1-8 sessions at once, both transports: first audio and stalls of a real-time listener",
     "capacity": "the sessions one replica keeps gap-free here, measured (what the deploy scales on)",

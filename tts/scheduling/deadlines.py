@@ -1,5 +1,5 @@
 """The deadline policy: when each session's next step is due, and how long the chosen step may take
-(the scheduler takes the earliest deadline: `scheduler.py`).
+(the earliest deadline is picked: `picking.py`; the listener: `listeners.py`).
 
 Each session has a listener, modelled as a player that starts at the session's first audio and plays at
 real time: it runs out of audio at `runs_out_at` (the first audio's time plus the audio computed since,
@@ -7,12 +7,18 @@ restarted from the moment of any step that came too late). The deadline of a ses
 that moment. A session whose listener has nothing to play yet (a new one, or one whose last answer has
 played out) is due when its first turn, alone on the engine, would be done (`first_turn_s`: its text
 side and first window, by the calibration), plus one shortest step for each listener already playing
-(a late first audio is a longer wait before speech; a playing listener's gap is a stutter in it).
+(`shortest_step_s`; a late first audio is a longer wait before speech; a playing listener's gap is a
+stutter in it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from tts.scheduling.admission import SENTENCE_TOKENS
+from tts.scheduling.calibration import Calibration
+from tts.scheduling.plan import MIN_STEP_FRAMES, WindowPlan
+from tts.scheduling.speed import DecodeSpeed
 
 
 def first_audio_due(submitted_at: float, first_turn_s: float, playing: int, shortest_step_s: float) -> float:
@@ -26,3 +32,21 @@ def budget(now: float, deadlines: Sequence[float]) -> float:
     must see k steps done before its own listener runs out, so one long step cannot make the next
     session stall."""
     return max(0.0, min((due - now) / rank for rank, due in enumerate(deadlines, 1)))
+
+
+def first_turn_s(plan: WindowPlan, calibration: Calibration | None) -> float:
+    """Predicted time of a sentence's first turn alone on the engine: its text side and first window
+    (the configured one: the shortest the ramp gives); 0 without a calibration."""
+    if calibration is None:
+        return 0.0
+    return calibration.text.seconds(SENTENCE_TOKENS) + calibration.decode.seconds(
+        [plan.first_frames + plan.context_frames]
+    )
+
+
+def shortest_step_s(plan: WindowPlan, speed: DecodeSpeed | None) -> float:
+    """Predicted time of a budgeted step at its floor (MIN_STEP_FRAMES and its context); 0 without a
+    measured speed."""
+    if speed is None:
+        return 0.0
+    return speed.seconds([MIN_STEP_FRAMES + 2 * plan.context_frames])

@@ -19,7 +19,7 @@ when the audio computed for it (its lead) suffices at the speed the last step sh
 when the first window's step ran slower than predicted (a busier host), the lead grows by the ramp's
 shortest step from where it is (`ramp`), not by the fixed plan's, which would compute the rest of a
 short sentence before a word is heard. Given a budget, the seconds until the listener would run out of
-audio (the scheduler knows: `scheduler.py`), `WindowPlan.step` sizes the next step from how fast this
+audio (the scheduler knows: `picking.py`), `WindowPlan.step` sizes the next step from how fast this
 machine decodes instead (`speed.py`: measured at load, then updated from every step it times): the
 longest step, up to `max_frames`, whose predicted time fits BUDGET_SHARE of the budget, never shorter
 than MIN_STEP_FRAMES. So a listener with 0.3 s of audio buffered gets a short step soon, and one with

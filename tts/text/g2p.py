@@ -18,7 +18,9 @@ sentence, and time cubic in the pieces of one long word (a run of 260 dots: 39 s
 Kokoro used misaki's ja and zh G2P (pyopenjtalk, jieba), are read by espeak-ng here.
 
 espeak-ng (`espeakng-loader` ships the library and its data) and misaki's spaCy pipeline are called
-under one lock: espeak-ng is not thread-safe, and misaki's fallback calls it too.
+under one lock: espeak-ng is not thread-safe, and misaki's fallback calls it too. espeak-ng is loaded by
+the first `Phonemizer`, not on import: `split_tokens` and the engines that import this module load
+without it (the GPU check's machine has no espeak-ng; its texts come phonemized).
 """
 
 from __future__ import annotations
@@ -26,16 +28,10 @@ from __future__ import annotations
 import logging
 import re
 import threading
-
-import espeakng_loader
-from phonemizer.backend import EspeakBackend
-from phonemizer.backend.espeak.wrapper import EspeakWrapper
+from typing import Any
 
 from tts.config import MAX_PHONEME_TOKENS
 from tts.text.phonemes import english, to_kokoro
-
-EspeakWrapper.set_library(espeakng_loader.get_library_path())
-EspeakWrapper.set_data_path(espeakng_loader.get_data_path())
 
 # Cut preferences for an over-long segment: sentence ends first, then clauses, then any space.
 _CUT_CLASSES = (".!?…", ";:", ",—", " ")
@@ -49,6 +45,20 @@ _ESPEAK_LOG.setLevel(logging.ERROR)
 
 class UnknownLanguage(ValueError):
     """The requested espeak-ng language does not exist."""
+
+
+_ESPEAK_LOCK = threading.Lock()  # espeak-ng is one library state for the whole process
+
+
+def _espeak_backend() -> Any:
+    """phonemizer's `EspeakBackend`, pointed at the espeak-ng library and data `espeakng-loader` ships."""
+    import espeakng_loader
+    from phonemizer.backend import EspeakBackend
+    from phonemizer.backend.espeak.wrapper import EspeakWrapper
+
+    EspeakWrapper.set_library(espeakng_loader.get_library_path())
+    EspeakWrapper.set_data_path(espeakng_loader.get_data_path())
+    return EspeakBackend
 
 
 MAX_MISAKI_WORD = 32
@@ -120,21 +130,22 @@ class Phonemizer:
         if english not in ENGLISH_G2P:
             raise ValueError(f"English G2P {english!r}; one of {', '.join(ENGLISH_G2P)}")
         self._use_misaki = english == "misaki"
-        self._lock = threading.Lock()
-        self._backends: dict[str, EspeakBackend] = {}
+        self._backends: dict[str, Any] = {}
         self._english: dict[str, MisakiEnglish] = {}
-        self._languages = set(EspeakBackend.supported_languages())
+        with _ESPEAK_LOCK:
+            self._espeak = _espeak_backend()
+            self._languages = set(self._espeak.supported_languages())
 
     @property
     def languages(self) -> set[str]:
         return self._languages
 
-    def _backend(self, lang: str, tied: bool) -> EspeakBackend:
+    def _backend(self, lang: str, tied: bool) -> Any:
         """espeak-ng for `lang`, its affricates and diphthongs tied (`a^ɪ`) for `to_kokoro`, or not."""
         key = f"{lang}{'^' if tied else ''}"
         backend = self._backends.get(key)
         if backend is None:
-            backend = EspeakBackend(
+            backend = self._espeak(
                 language=lang,
                 preserve_punctuation=True,
                 with_stress=True,
@@ -159,7 +170,7 @@ class Phonemizer:
             raise UnknownLanguage(f"unknown language {lang!r}; espeak-ng knows e.g. en-us, en-gb, fr-fr, es")
         if not text.strip():  # phonemizer returns no line at all for an empty text
             return ""
-        with self._lock:
+        with _ESPEAK_LOCK:
             if english(lang) and self._use_misaki and lang in ("en-us", "en-gb"):
                 if lang not in self._english:
                     self._english[lang] = MisakiEnglish(british=lang == "en-gb")

@@ -8,7 +8,7 @@ is our own path: the same speech text, engine, scheduler, encoders and error cod
 Fields (OpenAI's names and defaults):
 - `input`: the text (SSML when it starts with `<speak>`, `[word](/phonemes/)` inline: `tts/text/markup.py`);
   `voice`: a voice or a blend `a(2)+b(1)` (`tts/voices.py`), the endpoint's default (`af_heart`) when
-  absent; `model`: ignored here (the emulator and the gateway read it to choose the endpoint).
+  absent; `model`: ignored here (the gateway reads it to choose the endpoint).
 - `response_format`: mp3 (the default), opus, aac, flac, wav, pcm (24 kHz mono s16le, as OpenAI's).
 - `speed`: OpenAI takes 0.25-4.0; Kokoro speaks 0.5-2.0 intelligibly (`protocol.MIN_SPEED` /
   `MAX_SPEED`), so a speed within OpenAI's range is clamped to ours (0.25 is spoken at 0.5, 4.0 at
@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
+from container_kit.errors import RequestError
 from tts.text.timings import TimedWords
 from tts.wire.protocol import MAX_SPEED, MIN_SPEED, Catalog, ProtocolError, Synthesize, synthesize_request
 
@@ -82,18 +83,25 @@ def is_speech_body(obj: dict[str, object]) -> bool:
     return "input" in obj and "text" not in obj
 
 
+def _given(obj: dict[str, object], name: str, default: str) -> object:
+    value = obj.get(name)
+    return default if value is None else value
+
+
 def parse_speech(obj: dict[str, object], catalog: Catalog) -> SpeechRequest:
     """An OpenAI speech body -> our request, or ProtocolError (the same codes as our messages)."""
-    stream_format = obj.get("stream_format") or "audio"
-    if stream_format not in STREAM_FORMATS:
+    # Only an absent (or null) member takes the default: `false`, `0`, `[]` or "" are a client's
+    # mistake, and were silently the default.
+    stream_format = _given(obj, "stream_format", "audio")
+    if not isinstance(stream_format, str) or stream_format not in STREAM_FORMATS:
         raise ProtocolError(
             "invalid_stream_format", f"'stream_format' must be one of {', '.join(STREAM_FORMATS)}"
         )
-    fmt = obj.get("response_format") or DEFAULT_RESPONSE_FORMAT
-    if fmt not in RESPONSE_FORMATS:
+    fmt = _given(obj, "response_format", DEFAULT_RESPONSE_FORMAT)
+    if not isinstance(fmt, str) or fmt not in RESPONSE_FORMATS:
         raise ProtocolError(
             "unknown_format",
-            f"unknown response_format {fmt!r:.40}; expected one of {', '.join(RESPONSE_FORMATS)}",
+            f"unknown response_format {str(fmt)!r:.40}; expected one of {', '.join(RESPONSE_FORMATS)}",
         )
     speed = obj.get("speed", 1.0)
     if isinstance(speed, bool) or not isinstance(speed, int | float):
@@ -115,7 +123,7 @@ def parse_speech(obj: dict[str, object], catalog: Catalog) -> SpeechRequest:
     return SpeechRequest(synthesize_request(ours, catalog, ("binary",)), str(stream_format), captioned)
 
 
-def error_body(error: ProtocolError, status: int) -> dict[str, object]:
+def error_body(error: RequestError, status: int) -> dict[str, object]:
     """OpenAI's error envelope for one of our errors."""
     kind = "invalid_request_error" if status < 500 else "server_error"
     return {
@@ -136,7 +144,7 @@ def audio_done(characters: int, frames: int) -> dict[str, object]:
     }
 
 
-def stream_error(error: ProtocolError) -> dict[str, object]:
+def stream_error(error: RequestError) -> dict[str, object]:
     """A failure after the SSE stream began: an `error` event in OpenAI's envelope."""
     return {"type": "error", **error_body(error, 500)}
 

@@ -52,7 +52,7 @@ async def test_a_waiting_session_that_goes_away_leaves_nothing_behind():
         scheduler.closed("gone")
         scheduler.cancel(gone)
         assert scheduler.load["waiting"] == 1
-        assert "gone" not in scheduler._closed and "gone" not in scheduler._queues
+        assert "gone" not in scheduler._slots.closed and "gone" not in scheduler._queues
         heard = await asyncio.wait_for(asyncio.gather(listen(playing), listen(waiting)), 30)
         assert heard[1][1] == [2, 1], "b moved up when the session ahead of it went away"
     finally:

@@ -98,3 +98,15 @@ def test_a_field_of_the_wrong_type_is_named_as_openai_names_it(field):
     with pytest.raises(ProtocolError, match=f"'{field}' must be a string") as caught:
         parse_speech(body, CATALOG)
     assert caught.value.code == "invalid_field"
+
+
+@pytest.mark.parametrize("value", [False, 0, [], "", {}, 1])
+@pytest.mark.parametrize(
+    ("member", "code"), [("response_format", "unknown_format"), ("stream_format", "invalid_stream_format")]
+)
+def test_a_falsy_or_wrong_typed_format_is_refused_not_taken_for_the_default(member, code, value):
+    """Only an absent or null member is the default: `false`, `0`, `[]` and "" were silently mp3/audio."""
+    with pytest.raises(ProtocolError) as caught:
+        parse_speech({"input": "Hi.", "voice": "af_heart", member: value}, CATALOG)
+    assert caught.value.code == code and error_body(caught.value, 400)["error"]["param"] == member
+    assert parse_speech({"input": "Hi.", "voice": "af_heart", member: None}, CATALOG)

@@ -32,83 +32,104 @@ _PROBE_DEPTH = 64  # an even number of 255 x 127 products: every pair overflows 
 def convolutions_as_matmul(model) -> int:
     """Rewrite in place each `ConvInteger` of `model` (an onnx ModelProto) that `_rewritable` accepts;
     return how many."""
-    from onnx import helper, numpy_helper
-
     graph = model.graph
     initializers = {init.name: init for init in graph.initializer}
-    nodes, added, shared = [], [], set()
-
-    def constant(name: str, value: np.ndarray) -> str:
-        if name not in shared:
-            shared.add(name)
-            added.append(numpy_helper.from_array(value, name))
-        return name
-
-    def ints(*values: int) -> np.ndarray:
-        return np.array(values, dtype=np.int64)
-
-    rewritten = 0
+    constants = _Constants()
+    nodes, rewritten = [], 0
     for node in graph.node:
         attrs = _rewritable(node, initializers)
         if attrs is None:
             nodes.append(node)
             continue
-        x, w_name, x_zero, w_zero_name = node.input
-        weight = numpy_helper.to_array(initializers[w_name])
-        w_zero = numpy_helper.to_array(initializers[w_zero_name])
-        c_out, c_in, taps = weight.shape
-        (dilation,) = attrs.get("dilations", [1])
-        (stride,) = attrs.get("strides", [1])
-        pad_left, pad_right = attrs.get("pads", [0, 0])
-        prefix = f"{node.name}/as_matmul"
-        signed = (
-            (weight.astype(np.int16) - 128).astype(np.int8).transpose(2, 1, 0).reshape(taps * c_in, c_out)
-        )
-        signed_zero = (w_zero.astype(np.int16) - 128).astype(np.int8).reshape(())
-        columns = f"{prefix}/channels_last"
-        nodes.append(helper.make_node("Transpose", [x], [columns], perm=[0, 2, 1], name=columns))
-        if pad_left or pad_right:
-            pads = constant(f"{prefix}/pads", ints(0, pad_left, 0, 0, pad_right, 0))
-            nodes.append(
-                helper.make_node(
-                    "Pad", [columns, pads, x_zero], [f"{prefix}/padded"], name=f"{prefix}/padded"
-                )
-            )
-            columns = f"{prefix}/padded"
-        if taps > 1 or stride > 1:
-            slices = []
-            for tap in range(taps):
-                behind = dilation * (taps - 1 - tap)  # frames the last tap reads past this one
-                name = f"{prefix}/tap{tap}"
-                inputs = [
-                    columns,
-                    constant(f"as_matmul/start{dilation * tap}", ints(dilation * tap)),
-                    constant(f"as_matmul/end{behind}", ints(-behind if behind else np.iinfo(np.int64).max)),
-                    constant("as_matmul/time_axis", ints(1)),
-                    constant(f"as_matmul/step{stride}", ints(stride)),
-                ]
-                nodes.append(helper.make_node("Slice", inputs, [name], name=name))
-                slices.append(name)
-            columns = f"{prefix}/im2col"
-            nodes.append(helper.make_node("Concat", slices, [columns], axis=2, name=columns))
-        product = f"{prefix}/product"
-        weights = [constant(f"{prefix}/weight", signed), constant(f"{prefix}/weight_zero_point", signed_zero)]
-        nodes.append(
-            helper.make_node(
-                "MatMulInteger", [columns, weights[0], x_zero, weights[1]], [product], name=product
-            )
-        )
-        nodes.append(
-            helper.make_node("Transpose", [product], [node.output[0]], perm=[0, 2, 1], name=f"{prefix}/out")
-        )
+        nodes += _as_matmul(node, attrs, initializers, constants)
         rewritten += 1
     used = {name for node in nodes for name in node.input}
     kept = [init for init in graph.initializer if init.name in used]
     del graph.node[:]
     graph.node.extend(nodes)
     del graph.initializer[:]
-    graph.initializer.extend(kept + added)
+    graph.initializer.extend(kept + constants.added)
     return rewritten
+
+
+class _Constants:
+    """The initializers the rewrite adds, in the order first asked for, each name once: the slices'
+    starts, ends, axis and steps are shared by every convolution with the same dilation and stride."""
+
+    def __init__(self) -> None:
+        self.added: list = []
+        self._names: set[str] = set()
+
+    def __call__(self, name: str, value: np.ndarray) -> str:
+        from onnx import numpy_helper
+
+        if name not in self._names:
+            self._names.add(name)
+            self.added.append(numpy_helper.from_array(value, name))
+        return name
+
+
+def _ints(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+def _as_matmul(node, attrs: dict, initializers: dict, constant: _Constants) -> list:
+    """The nodes that replace one `ConvInteger`: channels last, padded with x's zero point, im2col, the
+    int8 product with the signed weights, channels first again (the module's docstring)."""
+    from onnx import helper, numpy_helper
+
+    x, w_name, x_zero, w_zero_name = node.input
+    weight = numpy_helper.to_array(initializers[w_name])
+    w_zero = numpy_helper.to_array(initializers[w_zero_name])
+    c_out, c_in, taps = weight.shape
+    (dilation,) = attrs.get("dilations", [1])
+    (stride,) = attrs.get("strides", [1])
+    pad_left, pad_right = attrs.get("pads", [0, 0])
+    prefix = f"{node.name}/as_matmul"
+    signed = (weight.astype(np.int16) - 128).astype(np.int8).transpose(2, 1, 0).reshape(taps * c_in, c_out)
+    signed_zero = (w_zero.astype(np.int16) - 128).astype(np.int8).reshape(())
+    columns = f"{prefix}/channels_last"
+    nodes = [helper.make_node("Transpose", [x], [columns], perm=[0, 2, 1], name=columns)]
+    if pad_left or pad_right:
+        pads = constant(f"{prefix}/pads", _ints(0, pad_left, 0, 0, pad_right, 0))
+        padded = f"{prefix}/padded"
+        nodes.append(helper.make_node("Pad", [columns, pads, x_zero], [padded], name=padded))
+        columns = padded
+    if taps > 1 or stride > 1:
+        nodes += _im2col(columns, prefix, taps, dilation, stride, constant)
+        columns = nodes[-1].output[0]
+    product = f"{prefix}/product"
+    weights = [constant(f"{prefix}/weight", signed), constant(f"{prefix}/weight_zero_point", signed_zero)]
+    nodes.append(
+        helper.make_node("MatMulInteger", [columns, weights[0], x_zero, weights[1]], [product], name=product)
+    )
+    nodes.append(
+        helper.make_node("Transpose", [product], [node.output[0]], perm=[0, 2, 1], name=f"{prefix}/out")
+    )
+    return nodes
+
+
+def _im2col(columns: str, prefix: str, taps: int, dilation: int, stride: int, constant: _Constants) -> list:
+    """One Slice per kernel tap of the channels-last `columns` (its dilation and stride), concatenated
+    along the channels: [1, T', taps * C]; the last node's output is the im2col."""
+    from onnx import helper
+
+    nodes, slices = [], []
+    for tap in range(taps):
+        behind = dilation * (taps - 1 - tap)  # frames the last tap reads past this one
+        name = f"{prefix}/tap{tap}"
+        inputs = [
+            columns,
+            constant(f"as_matmul/start{dilation * tap}", _ints(dilation * tap)),
+            constant(f"as_matmul/end{behind}", _ints(-behind if behind else np.iinfo(np.int64).max)),
+            constant("as_matmul/time_axis", _ints(1)),
+            constant(f"as_matmul/step{stride}", _ints(stride)),
+        ]
+        nodes.append(helper.make_node("Slice", inputs, [name], name=name))
+        slices.append(name)
+    im2col = f"{prefix}/im2col"
+    nodes.append(helper.make_node("Concat", slices, [im2col], axis=2, name=im2col))
+    return nodes
 
 
 def _rewritable(node, initializers: dict) -> dict | None:

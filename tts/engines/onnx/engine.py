@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,7 +25,15 @@ import numpy as np
 import onnxruntime as ort
 
 from tts.config import TTSConfig
-from tts.engines.base import Features, RunFlag, SpeechEngine, SynthesisCancelled, choose_device, style_row
+from tts.engines.base import (
+    Features,
+    RunFlag,
+    SpeechEngine,
+    SynthesisCancelled,
+    Window,
+    choose_device,
+    style_row,
+)
 from tts.engines.cpu_quota import quota_cores
 from tts.engines.decode import HARMONICS, phase_before, source_phase
 from tts.engines.onnx.assets import load_assets
@@ -172,6 +181,29 @@ class OnnxEngine(SpeechEngine[np.ndarray]):
             for lane, (start, stop) in zip(self._lanes, ranges, strict=False)
         ]
         return [run.result() for run in runs]
+
+    def decode_batch(self, windows: Sequence[Window[np.ndarray]]) -> list[np.ndarray | None]:
+        """The windows of any sessions, as many at a time as there are lanes, side by side (onnxruntime
+        runs one window per call: the int8 graph has no batch axis that padding could share)."""
+        if len(windows) < 2 or not self._lanes:
+            return super().decode_batch(windows)
+        runs = [
+            self._lane_pool.submit(self._decode_alone, self._lanes[index % len(self._lanes)], window)
+            for index, window in enumerate(windows)
+        ]
+        results = [run.result() for run in runs]
+        if all(result is None for result in results):
+            raise SynthesisCancelled()
+        return results
+
+    def _decode_alone(self, session: ort.InferenceSession, window: Window[np.ndarray]) -> np.ndarray | None:
+        """One window of `decode_batch` on one lane: None once its job is cancelled."""
+        if window.cancelled:
+            return None
+        try:
+            return self._decode_on(session, window.features, window.start, window.stop, window.run_flag)
+        except SynthesisCancelled:
+            return None
 
     def _decode_on(
         self,

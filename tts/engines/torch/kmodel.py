@@ -5,11 +5,18 @@ retries a failed load with `strict=False` and only logs it at debug level, which
 their random initialisation without a word; here any missing, unexpected or mis-shaped key raises.)
 hexgrad's original checkpoint prefixes its keys with `module.` (it was saved from DataParallel); the
 prefix is removed before the strict load, which is what KModel's fallback does too.
+
+KModel is imported without `kokoro/__init__.py` (`kmodel_class`): that file imports KPipeline and through
+it misaki's G2P (spaCy, 129 MB installed and 1.5 s of import on 2 cores; espeak-ng), which the engine
+never calls (its G2P is `tts/text/g2p.py`) and the GPU check's machine does not have.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -36,10 +43,26 @@ def is_kmodel_dir(directory: Path | None) -> bool:
     )
 
 
+def kmodel_class() -> Any:
+    """hexgrad's `kokoro.model.KModel`, its package registered without running its `__init__` (the
+    module docstring says why) and given the `KModel` name its `__init__` gives it, unless a tool
+    imported `kokoro` whole before; kokoro's own logging stays off, as its `__init__` leaves it."""
+    if "kokoro" not in sys.modules:
+        spec = importlib.util.find_spec("kokoro")
+        if spec is None:
+            raise KModelLoadError("kokoro is not installed (pip install kokoro==0.9.4)")
+        package = importlib.util.module_from_spec(spec)
+        sys.modules["kokoro"] = package
+        package.KModel = importlib.import_module("kokoro.model").KModel
+    from loguru import logger
+
+    logger.disable("kokoro")
+    return sys.modules["kokoro"].KModel
+
+
 def build_kmodel(config: dict[str, Any]) -> Any:
     """KModel with its random initial weights (never touches the network: config and model are given)."""
-    from kokoro import KModel
-
+    KModel = kmodel_class()
     with tempfile.TemporaryDirectory() as tmp:
         empty = Path(tmp) / "empty.pth"
         torch.save({}, empty)

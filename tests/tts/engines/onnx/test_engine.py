@@ -7,7 +7,7 @@ import pytest
 
 from facts import SAMPLE_RATE
 from tts.config import MAX_PHONEME_TOKENS
-from tts.engines.base import SynthesisCancelled, choose_device
+from tts.engines.base import SynthesisCancelled, Window, choose_device
 from tts.engines.onnx.assets import export_model_dir, load_assets
 from tts.engines.weights import PYPI_MODEL_NAME, pypi_model
 
@@ -93,3 +93,25 @@ def test_both_engines_read_the_provider_the_same_way():
     assert choose_device("cuda", cuda_present=True, missing="-") == "cuda"
     with pytest.raises(RuntimeError, match="TTS_PROVIDER=cuda but onnxruntime has no CUDA"):
         choose_device("cuda", cuda_present=False, missing="onnxruntime has no CUDA")
+
+
+def test_windows_of_several_sessions_run_on_the_lanes_as_each_alone(engine):
+    """`decode_batch`: the ONNX engine has no batch axis; it decodes the windows one per lane, each
+    exactly as `decode` on one lane would, and a cancelled session's window drops out."""
+    first, second = (
+        engine.features(engine.segments(text, "en-us")[0], voice, 1.0)
+        for text, voice in (("Thanks for waiting.", "jf_alpha"), ("It shipped yesterday.", "jm_kumo"))
+    )
+    flags = [engine.run_flag() for _ in range(3)]
+    flags[2].terminate = True
+    windows = [
+        Window(first, 0, 12, flags[0]),
+        Window(second, 4, 20, flags[1]),
+        Window(second, 0, 8, flags[2]),
+    ]
+    batched = engine.decode_batch(windows)
+    assert batched[2] is None
+    for window, audio in zip(windows[:2], batched[:2], strict=True):
+        lane = engine._lanes[0] if engine._lanes else engine._decoder
+        alone = engine._decode_on(lane, window.features, window.start, window.stop, None)
+        assert np.array_equal(audio, alone)

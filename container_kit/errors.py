@@ -3,15 +3,14 @@ maps to the HTTP status of `POST /invocations` (every code not in it is a 400: t
 
 The kit raises two codes of its own (`KIT_STATUSES`); each container adds its own codes to them with
 `error_statuses`, and its wire's error type subclasses `RequestError`, so what a container catches at its
-boundary (`except RequestError`) includes what the kit raised.
+boundary (`except RequestError`) includes what the kit raised. No web framework is imported here: the wire
+modules that raise these load where starlette is not (the GPU check's machine); `routes.error_response`
+answers them over HTTP.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-
-from starlette.responses import Response
 
 KIT_STATUSES = {
     "body_too_large": 413,  # body.read_body
@@ -37,10 +36,3 @@ def error_statuses(codes: Mapping[str, int]) -> dict[str, int]:
     if clash:
         raise ValueError(f"{', '.join(clash)}: the kit answers these with {KIT_STATUSES}")
     return {**KIT_STATUSES, **codes}
-
-
-def error_response(error: RequestError, statuses: Mapping[str, int]) -> Response:
-    """Typed JSON, non-ASCII escaped so that no client value can make the reply unencodable."""
-    return Response(
-        json.dumps(error.to_json()), status_code=statuses.get(error.code, 400), media_type="application/json"
-    )

@@ -10,16 +10,26 @@ one's request to the container (`Container`, the app's `state.container`).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from container_kit.container import Container
-from container_kit.errors import RequestError, error_response
+from container_kit.errors import RequestError
 
 # The close code of a WebSocket refused for now: "try again later" (RFC 6455 registry).
 TRY_AGAIN_LATER = 1013
+
+
+def error_response(error: RequestError, statuses: Mapping[str, int]) -> Response:
+    """Typed JSON, non-ASCII escaped so that no client value can make the reply unencodable."""
+    return Response(
+        json.dumps(error.to_json()), status_code=statuses.get(error.code, 400), media_type="application/json"
+    )
 
 
 def _container(connection: HTTPConnection) -> Container:

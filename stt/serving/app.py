@@ -18,7 +18,8 @@ from starlette.websockets import WebSocket
 
 from container_kit.app import container_app
 from container_kit.body import read_body
-from container_kit.errors import RequestError, error_response, error_statuses
+from container_kit.errors import RequestError, error_statuses
+from container_kit.routes import error_response
 from facts import STT_SAMPLE_RATE
 from stt.config import STTConfig
 from stt.serving.model_host import ModelHost

@@ -19,7 +19,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from container_kit.app import container_app
 from container_kit.body import read_body
 from container_kit.container import ModelHost
-from container_kit.errors import KIT_STATUSES, RequestError, error_response, error_statuses
+from container_kit.errors import KIT_STATUSES, RequestError, error_statuses
+from container_kit.routes import error_response
 
 LIMIT = 16
 

@@ -26,7 +26,8 @@ from starlette.websockets import WebSocket
 
 from container_kit.app import container_app
 from container_kit.body import ClientGone, read_body, unless_disconnected
-from container_kit.errors import RequestError, error_response, error_statuses
+from container_kit.errors import RequestError, error_statuses
+from container_kit.routes import error_response
 from facts import MEDIA_TYPES
 from tts.config import TTSConfig
 from tts.scheduling.scheduler import Job, Scheduler

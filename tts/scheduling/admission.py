@@ -158,11 +158,12 @@ class Slots:
         """Sessions admitted with work (`queued`), at least 1: those the engine's turns are shared by."""
         return max(1, sum(1 for o in self.admitted if o in queued))
 
-    def admit_waiting(self) -> list[Hashable]:
-        """Admit the first in line while slots are free: those admitted, in order."""
+    def admit_waiting(self, room: Callable[[], bool] = lambda: True) -> list[Hashable]:
+        """Admit the first in line while slots are free and the engine has `room` for a new session's
+        first turn (`Picker.room`, asked again after each): those admitted, in order."""
         capacity = self.capacity
         admitted = []
-        while self.waiting and (capacity is None or len(self.admitted) < capacity):
+        while self.waiting and (capacity is None or len(self.admitted) < capacity) and room():
             owner = self.waiting.popleft()
             self.admitted.add(owner)
             admitted.append(owner)

@@ -61,6 +61,26 @@ class Picker:
         job.lead_s = self._listeners.lead_s.get(owner)
         return job
 
+    def room(self, now: float) -> bool:
+        """Whether the engine can take a waiting session's first turn now (`deadlines.room`): every
+        admitted session with work is playing, with audio enough to wait for it. One still starting
+        (its first turn not taken, or its lead kept back) leaves no room: so two sessions let in
+        together start one after the other, the second once the first has audio ahead of it."""
+        if self._calibration is None:
+            return True
+        runs_out_at, slacks = self._listeners.runs_out_at, []
+        for owner in self._slots.admitted:
+            if owner not in self._queues:
+                continue
+            if owner in self._listeners.lead or owner not in runs_out_at:
+                return False
+            slacks.append(runs_out_at[owner] - now)
+        return deadlines.room(
+            slacks,
+            deadlines.first_turn_s(self._plan, self._calibration),
+            deadlines.shortest_step_s(self._plan, self._speed),
+        )
+
     def _deadline(self, owner: Hashable, started: int) -> float:
         """When `owner`'s listener runs out of audio; for one with nothing to play yet, when its first
         turn would be done after one shortest step of each other `started` session."""

@@ -45,8 +45,9 @@ plays.
   slot from its first message until its listener has played out all it was sent, or, once it sends no
   more (`closed`: its WebSocket closed, a one-shot POST), until its work is computed; while the slots
   are full, a new session waits in line, told its place (`Queued` on its audio queue), and is admitted
-  first in line when a slot frees; past `max_waiting(capacity)` it is refused (`EngineBusy`). `/ping`
-  reports `load`.
+  first in line when a slot frees and every playing listener has the audio to wait for its first turn
+  (`Picker.room`: one at a time, so that it never makes a listener, nor the one let in just before it,
+  stall); past `max_waiting(capacity)` it is refused (`EngineBusy`). `/ping` reports `load`.
 
 Backpressure: a session's synthesis runs at most AHEAD_LIMIT_S of audio ahead of its reader. A job's
 PCM waits in its `AudioQueue` until the reader (the session's sender, or `POST /invocations`) takes it;
@@ -211,13 +212,13 @@ class Scheduler:
     def _admit(self, now: float) -> None:
         """Free the slots of the sessions with nothing queued or in flight whose listeners have played
         out all they were sent, or which send no more (`closed`), then admit the first in line while
-        slots are free."""
+        slots are free and the playing listeners have room for its first turn (`Picker.room`)."""
         runs_out_at = self._listeners.runs_out_at
         self._slots.free(
             lambda owner: owner not in self._queues and owner not in self._in_flight,
             lambda owner: runs_out_at.get(owner, 0.0) <= now,
         )
-        admitted = self._slots.admit_waiting()
+        admitted = self._slots.admit_waiting(lambda: self._picker.room(now))
         for owner in admitted:
             for job in self._queues[owner]:
                 job.position = None

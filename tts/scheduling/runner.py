@@ -1,14 +1,18 @@
 """What runs a job's turn, in a worker thread, once the scheduler has picked it (`picking.py`): the
 text side of a segment the turn begins, then one decoder step (`steps.py`), sized to what is left of the
-budget once the text side has run. And, earlier, in the text workers from the moment the job is
-submitted: the job's text (G2P, and with timestamps the mapping of its written words), so that a turn
-never waits on it."""
+budget once the text side has run. Several jobs picked together (a batch: `Picker.pick`) take their
+turns at once: their text sides one after another, then every one's step in one `decode_batch`
+(`run_many`). And, earlier, in the text workers from the moment the job is submitted: the job's text
+(G2P, and with timestamps the mapping of its written words), so that a turn never waits on it."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
-from tts.engines.base import SpeechEngine
+import numpy as np
+
+from tts.engines.base import SpeechEngine, SynthesisCancelled
 from tts.scheduling.calibration import Calibration
 from tts.scheduling.jobs import Job
 from tts.scheduling.plan import WindowPlan, Work
@@ -48,20 +52,87 @@ class StepRunner:
         """In a worker thread: the text side on a segment's first turn, then one decoder step, sized
         to what is left of the budget once the text side has run; its PCM (None: nothing to run)."""
         started = time.perf_counter()
+        if not self._begin_turn(job, started):
+            return None
+        return self._step(job, started)
+
+    def run_many(self, jobs: list[Job]) -> list[Outcome]:
+        """In a worker thread: the turns of jobs picked together, what each turn gave (its PCM, None, or
+        what it raised). One job: `run`. Several: their text sides one after another, then each one's
+        step, sized to what is left of its budget (as alone: `Picker.pick` formed the batch so that
+        it fits), all in one `decode_batch`, timed into the calibration (`DecodeSpeed.observe_batch`);
+        a job whose windows came back None was cancelled (`SynthesisCancelled`), the others go on."""
+        if len(jobs) == 1:
+            return [_outcome(lambda: self.run(jobs[0]))]
+        started = time.perf_counter()
+        outcomes: list[Outcome] = [None] * len(jobs)
+        stepping = []
+        for index, job in enumerate(jobs):
+            try:
+                if self._begin_turn(job, started):
+                    stepping.append(index)
+            except Exception as exc:
+                outcomes[index] = exc
+        if len(stepping) == 1:
+            outcomes[stepping[0]] = _outcome(lambda: self._step(jobs[stepping[0]], started))
+        elif stepping:
+            together = self._decode_together([jobs[index] for index in stepping], started)
+            for index, outcome in zip(stepping, together, strict=True):
+                outcomes[index] = outcome
+        return outcomes
+
+    def _step(self, job: Job, started: float) -> bytes:
+        """The job's decoder step alone (its turn begun at `started`), sized to what is left of its
+        budget."""
+        budget = _left(job.budget_s, started)
+        audio = job.windows.next(budget, job.sharing, job.later_segments + job.later_jobs, job.lead_s)
+        return self._pcm(job, audio)
+
+    def _decode_together(self, jobs: list[Job], started: float) -> list[Outcome]:
+        """One step of each of `jobs` (their turns begun), in one `decode_batch`."""
+        steps = [
+            job.windows.plan(
+                _left(job.budget_s, started), job.sharing, job.later_segments + job.later_jobs, job.lead_s
+            )
+            for job in jobs
+        ]
+        windows = [job.windows.batch(step) for job, step in zip(jobs, steps, strict=True)]
+        flat = [window for group in windows for window in group]
+        began = time.perf_counter()
+        try:
+            decoded = self._engine.decode_batch(flat)
+        except SynthesisCancelled as cancelled:
+            return [cancelled] * len(jobs)
+        except Exception as exc:
+            return [exc] * len(jobs)
+        if self._speed is not None:
+            self._speed.observe_batch([window.frames for window in flat], time.perf_counter() - began)
+        outcomes: list[Outcome] = []
+        for job, step, group in zip(jobs, steps, windows, strict=True):
+            pieces, decoded = decoded[: len(group)], decoded[len(group) :]
+            if any(piece is None for piece in pieces):
+                outcomes.append(SynthesisCancelled())
+            else:
+                outcomes.append(self._pcm(job, job.windows.complete(step, pieces)))
+        return outcomes
+
+    def _begin_turn(self, job: Job, started: float) -> bool:
+        """The start of the job's turn: the text side when it begins a segment; whether it has a step to
+        decode (not when it was cancelled or is done). Raises what its text worker raised."""
         if job.started_at is None:
             job.started_at = started
         if job.text_error is not None:
             raise job.text_error
         if job.cancelled or job.segments is None:
-            return None
+            return False
         if job.windows is None or job.windows.done:
             if not job.segments:
-                return None
+                return False
             self._begin_segment(job)
-        budget = job.budget_s
-        if budget is not None:
-            budget = max(0.0, budget - (time.perf_counter() - started))
-        audio = job.windows.next(budget, job.sharing, job.later_segments + job.later_jobs, job.lead_s)
+        return True
+
+    @staticmethod
+    def _pcm(job: Job, audio: np.ndarray) -> bytes:
         job.samples += len(audio)
         return float_to_pcm16(audio)
 
@@ -81,3 +152,19 @@ class StepRunner:
         job.windows = windowed(self._engine, features, self._plan, self._speed, job.run_options)
         if job.word_tokens:
             job.words = job.word_tokens.pop(0).times(features.durations, job.samples)
+
+
+Outcome = bytes | BaseException | None
+"""What a job's turn gave: its PCM, nothing to run (None), or what it raised."""
+
+
+def _outcome(turn: Callable[[], bytes | None]) -> Outcome:
+    try:
+        return turn()
+    except Exception as exc:
+        return exc
+
+
+def _left(budget_s: float | None, started: float) -> float | None:
+    """What is left of a step's budget once its turn has run since `started` (text sides)."""
+    return None if budget_s is None else max(0.0, budget_s - (time.perf_counter() - started))

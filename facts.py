@@ -1,6 +1,6 @@
 """The product's shared facts, defined here once and imported wherever they are used: the container
-(`tts`), the agent, the deploy, the tools, the benchmarks and the tests. `tests/test_house.py` checks that
-no other module assigns one of these names or its value.
+(`tts`), the agent, the deploy, the tools, the benchmarks and the tests. `tests/test_house_facts.py` checks
+that no other module assigns one of these names or its value.
 
 Audio leaves the container as Kokoro-82M makes it: 24 kHz mono 16-bit little-endian PCM, or encoded in
 one of AUDIO_FORMATS. The endpoints, the agent's runtime, the default voice and the modes are the names

@@ -31,14 +31,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.websockets import WebSocket
 
-from agent.browser_guard import (
-    NOSNIFF,
-    HostGuard,
-    allowed_hosts,
-    cross_origin_refusal,
-    foreign_origin,
-    page_headers,
-)
+from agent.browser_guard import NOSNIFF, cross_origin_refusal, foreign_origin, host_refusal, page_headers
 from agent.config import AgentConfig
 from agent.events import Event, EventClock, TurnError, agent_end, error, interrupted
 from agent.listening import SpokenConversation
@@ -48,7 +41,9 @@ from agent.sagemaker_client import bidirectional_client
 from agent.stt_session import STTSession
 from agent.telemetry import TurnTelemetry, tracer_provider
 from agent.tts_session import TTSSession
+from agent.turn_taking import TurnTaking
 from facts import AUDIO_FORMATS, BIDI, MODES
+from host_guard import HostGuard, allowed_hosts
 from tts.wire.sse import encode_event
 
 MAX_PROMPT_CHARS = 4000
@@ -204,6 +199,8 @@ class VoiceAgent:
         self._conversations = Conversations(config)
         self._speech = Speech(config)
         self._provider = tracer_provider()
+        backchannels = None if config.backchannels is None else frozenset(config.backchannels)
+        self._turn_taking = TurnTaking(backchannels, config.preempt_complete, self._discard_turn)
 
     async def invoke(self, payload: Any, context: Any) -> StreamingResponse:
         """The SDK's entrypoint: the turn's events as Server-Sent Events."""
@@ -218,9 +215,18 @@ class VoiceAgent:
             return
         session_id = getattr(context, "session_id", None)
         conversation = SpokenConversation(
-            websocket, session_id, self.events, self._speech.open_listening, self._check_settings
+            websocket,
+            session_id,
+            self.events,
+            self._speech.open_listening,
+            self._check_settings,
+            self._turn_taking,
         )
         await conversation.run()
+
+    async def _discard_turn(self, session_id: str) -> None:
+        """A turn started before the user's turn was certain, and the user went on: its work is undone."""
+        await self._conversations.for_session(session_id).discard()
 
     async def events(self, payload: Any, session_id: str | None) -> AsyncIterator[Event]:
         """One turn's events, observed into its telemetry (spans and EMF line)."""
@@ -322,5 +328,7 @@ def create_app(config: AgentConfig | None = None) -> BedrockAgentCoreApp:
     app.websocket(agent.converse)
     _guarded_invocations(app.router.routes)
     app.router.routes.extend(WebPage().routes())
-    app.add_middleware(HostGuard, allowed=allowed_hosts(config.host, config.allowed_hosts))
+    app.add_middleware(
+        HostGuard, allowed=allowed_hosts(config.host, config.allowed_hosts), refusal=host_refusal
+    )
     return app

@@ -16,27 +16,23 @@ neither and are served. `WS /ws` gets the same check on its upgrade request: bro
 a WebSocket anywhere, so another site's page could otherwise talk to the agent through the visitor's
 browser. It is refused before the WebSocket is accepted (an HTTP 403).
 
-The `Host` a request names is checked before anything else (`HostGuard`, on every route): DNS rebinding
-lets another site's page re-point its own name at 127.0.0.1 and then talk to the agent as if it were
-that site, `Origin` and all (`Host: evil.example:8080`, `Origin: http://evil.example:8080` pass the
-origin check). An agent bound to a loopback address answers only the names that reach it there
-(`localhost`, `*.localhost`, the address itself), any IP address (rebinding needs a name), and the names
-`AGENT_ALLOWED_HOSTS` adds; one bound to every interface (`0.0.0.0`: a container, behind AgentCore's
-proxy, whose Host the platform chooses) answers any name unless `AGENT_ALLOWED_HOSTS` lists them. Another
-name gets a typed 400 (`unknown_host`), and a WebSocket upgrade a 403, before a turn or a model call.
+The `Host` a request names is checked before anything else (host_guard.HostGuard, on every route): DNS
+rebinding lets another site's page re-point its own name at the agent and talk to it `Origin` and all.
+An agent bound to a loopback address answers only the names that reach it there, any IP address, and
+the names `AGENT_ALLOWED_HOSTS` adds; one bound to every interface (`0.0.0.0`: a container, behind
+AgentCore's proxy, whose Host the platform chooses) answers any name unless `AGENT_ALLOWED_HOSTS` lists
+them. Another name gets a typed 400 (`unknown_host`, `host_refusal`), and a WebSocket upgrade a 403,
+before a turn or a model call.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import ipaddress
 import re
-from collections.abc import Iterable
 
 from starlette.requests import HTTPConnection
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 _INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.DOTALL)
 FOREIGN_FETCH_SITES = ("cross-site", "same-site")
@@ -101,63 +97,11 @@ def cross_origin_refusal(request: HTTPConnection) -> JSONResponse | None:
     )
 
 
-WILDCARD_BINDS = ("0.0.0.0", "::", "")
-LOOPBACK_NAMES = ("localhost", ".localhost")
-
-
-def _host_name(host_header: str) -> str:
-    """The name of a `Host` header, without its port or an IPv6 literal's brackets, lowercased."""
-    host = host_header.strip().lower()
-    if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def allowed_hosts(bind: str, configured: Iterable[str]) -> tuple[str, ...] | None:
-    """The names a server bound to `bind` answers (`.example` matches every subdomain); None: any."""
-    names = tuple(name.strip().lower() for name in configured if name.strip())
-    if "*" in names:
-        return None
-    if not names and bind in WILDCARD_BINDS:
-        return None
-    return (*names, *LOOPBACK_NAMES, _host_name(bind))
-
-
-def unknown_host(host_header: str, allowed: tuple[str, ...] | None) -> str | None:
-    """Why a request's `Host` is not one this server is reached by; None when it is."""
-    if allowed is None:
-        return None
-    name = _host_name(host_header)
-    try:
-        ipaddress.ip_address(name)
-        return None  # an address: no name another site could re-point here
-    except ValueError:
-        pass
-    if any(name == entry or (entry.startswith(".") and name.endswith(entry)) for entry in allowed):
-        return None
-    return (
+def host_refusal(host_header: str) -> JSONResponse:
+    """The agent's answer to a `Host` it is not reached by (host_guard.HostGuard)."""
+    reason = (
         f"the request names the host {host_header[:100]!r}, which is not a name this agent is reached by "
         "(a page of another site whose name points here); AGENT_ALLOWED_HOSTS adds names"
     )
-
-
-class HostGuard:
-    """ASGI middleware: a request or WebSocket for a name the server is not reached by is refused
-    before any route sees it (400 `unknown_host`; an upgrade, HTTP 403)."""
-
-    def __init__(self, app: ASGIApp, allowed: tuple[str, ...] | None) -> None:
-        self.app = app
-        self.allowed = allowed
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            await self.app(scope, receive, send)
-            return
-        reason = unknown_host(HTTPConnection(scope).headers.get("host", ""), self.allowed)
-        if reason is None:
-            await self.app(scope, receive, send)
-        elif scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})  # before accept: HTTP 403
-        else:
-            body = {"error": "Bad Request", "code": "unknown_host", "details": reason}
-            await JSONResponse(body, status_code=400, headers=NOSNIFF)(scope, receive, send)
+    body = {"error": "Bad Request", "code": "unknown_host", "details": reason}
+    return JSONResponse(body, status_code=400, headers=NOSNIFF)

@@ -8,9 +8,13 @@ codec.
 
 A spoken conversation (agent.listening, the `/ws` WebSocket) adds the user's side, on the conversation's
 own clock (ms since the WebSocket opened): `user_speech_started` (the VAD heard the user begin: a
-barge-in when an answer is speaking), `transcript_partial` while they talk, `transcript` (the final
-words of an utterance, which become the next turn's prompt) and `listening_end` when the input has
-ended and the last turn is over. Each turn's own events keep their turn's clock.
+barge-in when an answer is speaking: the client pauses it), `transcript_partial` while they talk,
+`user_paused` (the user stopped for a moment: what they said if that is all, how finished it sounds,
+and whether the turn ends there), `transcript` (the final words of an utterance, which become the next
+turn's prompt), `answer_resumed` (the voice that paused the answer was a backchannel or a noise: play
+on), `turn_discarded` (a turn started before the user had finished was thrown away, and what it had
+computed) and `listening_end` when the input has ended and the last turn is over. Each turn's own
+events keep their turn's clock.
 
 `words` times are on the turn's audio timeline: `start_ms`/`end_ms` count from the turn's first audio
 sample, so a player that knows how many ms of the turn's audio it has played knows the word being heard.
@@ -115,6 +119,27 @@ def transcript_partial(clock: EventClock, utterance: int, text: str) -> Event:
 def transcript(clock: EventClock, utterance: int, text: str, start_ms: float, end_ms: float) -> Event:
     """An utterance's final words; `start_ms`/`end_ms` as in `user_speech_started`."""
     return clock.event("transcript", utterance=utterance, text=text, start_ms=start_ms, end_ms=end_ms)
+
+
+def user_paused(clock: EventClock, utterance: int, text: str, complete: float | None, ends: bool) -> Event:
+    """The speech-to-text endpoint's `pause`: `complete` is its turn model's probability that the
+    utterance is finished, `ends` whether the turn ends there."""
+    return clock.event("user_paused", utterance=utterance, text=text, complete=complete, ends=ends)
+
+
+def answer_resumed(clock: EventClock, utterance: int, heard: str) -> Event:
+    """The utterance that paused the answer (`heard`: its words, none for a noise) does not take the turn."""
+    return clock.event("answer_resumed", utterance=utterance, heard=heard)
+
+
+def turn_discarded(
+    clock: EventClock, utterance: int, prompt: str, reason: str, **waste: float | int
+) -> Event:
+    """A turn on `utterance`'s words was thrown away, for `reason`: `went_on` (the user spoke on after the
+    pause it started at), `other_words` (the utterance ended otherwise), `continued` (the rest of its
+    question came over its answer), `left` (the conversation ended first); `waste`: what it had
+    computed (agent.turn_taking.Speculation)."""
+    return clock.event("turn_discarded", utterance=utterance, prompt=prompt, reason=reason, **waste)
 
 
 def listening_end(clock: EventClock, utterances: int, turns: int) -> Event:

@@ -13,16 +13,21 @@ In, from the client:
     played N ms of it: the turn stops as a barge-in does;
   - `{"type": "end"}`: no more audio; the conversation ends once the last utterance's turn is over.
 
-Out, TEXT frames, one event each (agent.events): `user_speech_started`, `transcript_partial` and
-`transcript` on this conversation's clock; each turn's own events as POST /invocations streams them.
-`listening_end` is the last, then the agent closes the WebSocket.
+Out, TEXT frames, one event each (agent.events): `user_speech_started`, `transcript_partial`,
+`user_paused`, `transcript`, `answer_resumed` and `turn_discarded` on this conversation's clock; each
+turn's own events as POST /invocations streams them. `listening_end` is the last, then the agent closes
+the WebSocket.
 
 The audio goes on, as it arrives, to the speech-to-text endpoint over one bidirectional stream
-(agent.stt_session), whose voice activity detector decides where an utterance starts and ends. Each
-utterance's final transcript is the next turn's prompt. When the user starts talking while a turn is
-running, that is a barge-in: the turn stops at once (before the words are known: waiting for the final
-would let the answer talk over them for the silence and the decode), with what the listener had heard
-recorded in the history (agent.barge_in), and the new utterance becomes the next turn.
+(agent.stt_session), whose voice activity detector and turn model decide where an utterance starts and
+ends. Each utterance's final transcript is the next turn's prompt; with `TurnTaking.preempt_complete`
+the turn starts at the pause that leans finished, its events held until the final says the same words
+(agent.turn_taking). When the user starts talking while a turn is running, the client pauses the answer
+at once (before the words are known: waiting for the final would let the answer talk over them for the
+silence and the decode); with `TurnTaking.backchannels`, an utterance that is a backchannel or a noise
+resumes it (`answer_resumed`), anything else is a barge-in: the turn stops, with what the listener had
+heard up to the pause recorded in the history (agent.barge_in), and the new utterance becomes the next
+turn. Without them, any voice is a barge-in the moment it is heard.
 
 Bad input is answered with a typed `error` event and the conversation goes on; the endpoint failing
 ends it with one (`stt_stream_error`), never silently.
@@ -46,76 +51,39 @@ from agent.events import (
     Event,
     EventClock,
     TurnError,
+    answer_resumed,
     error,
     listening_end,
     transcript,
     transcript_partial,
+    turn_discarded,
+    user_paused,
     user_speech_started,
 )
 from agent.stt_session import STTSession
-from facts import PCM_BYTES_PER_S
+from agent.turn_taking import (
+    CONTINUATION_HEARD_MS,
+    CONTINUATION_S,
+    Playback,
+    Speculation,
+    TurnTaking,
+    ignorable,
+    same_words,
+    takes_the_turn_early,
+)
 
 TurnEvents = Callable[[Any, str | None], AsyncIterator[Event]]
 """The agent's turns: a payload (as POST /invocations takes it) and a session id in, events out."""
 OpenSTT = Callable[[], Awaitable[STTSession]]
 CheckSettings = Callable[[dict[str, Any]], None]
 """Raises a TurnError when `start`'s settings would not make a turn."""
-
+PLAIN_RULES = TurnTaking()
 SETTINGS = ("mode", "voice", "format")
 MAX_PLAYED_MS = 86_400_000
 # A turn let go of in this long after an interrupt (agent.model.RELEASE_WAIT_S bounds each wait in it).
 TURN_RELEASE_S = 10.0
 
 log = logging.getLogger("agent.listening")
-
-
-class Playback:
-    """How much of the latest turn's audio the client has played, now: its latest `played` report and
-    the time since (it plays in real time), or the time since the turn's first audio without one; never
-    more than the PCM it was sent (a codec's chunks carry no duration, so they set no ceiling)."""
-
-    def __init__(self) -> None:
-        self.turn_started()
-
-    def turn_started(self) -> None:
-        self._first_audio_at: float | None = None
-        self._sent_ms: float | None = None
-        self._report: tuple[float, float] | None = None
-
-    def sent(self, event: Event) -> None:
-        if event["type"] == "agent_start":
-            self._sent_ms = 0.0 if event.get("format") == "pcm" else None
-        elif event["type"] == "audio_chunk":
-            if self._first_audio_at is None:
-                self._first_audio_at = time.perf_counter()
-            if self._sent_ms is not None:  # the PCM's length from its base64, without decoding it
-                data = event["data"]
-                pcm_bytes = len(data) * 3 // 4 - data[-2:].count("=")
-                self._sent_ms += pcm_bytes * 1000 / PCM_BYTES_PER_S
-
-    def reported(self, played_ms: float) -> None:
-        self._report = (played_ms, time.perf_counter())
-
-    def playing(self) -> bool:
-        """The client is still playing PCM it was sent (a finished turn's audio outlasts the turn: it is
-        computed faster than real time). Unknown for a codec, whose chunks carry no duration: False."""
-        return self._sent_ms is not None and self.played_ms() < self._sent_ms
-
-    def stopped(self) -> None:
-        """The client stopped playing (a barge-in): what it played so far is all it will play."""
-        if self._sent_ms is not None:
-            self._sent_ms = self.played_ms()
-
-    def played_ms(self) -> float:
-        now = time.perf_counter()
-        if self._report is not None:
-            played = self._report[0] + (now - self._report[1]) * 1000
-        elif self._first_audio_at is not None:
-            played = (now - self._first_audio_at) * 1000
-        else:
-            return 0.0
-        ceiling = self._sent_ms if self._sent_ms is not None else played
-        return round(min(played, ceiling), 1)
 
 
 def parse_message(text: str) -> dict[str, Any]:
@@ -146,8 +114,10 @@ class SpokenConversation:
         turn_events: TurnEvents,
         open_stt: OpenSTT,
         check_settings: CheckSettings,
+        turn_taking: TurnTaking = PLAIN_RULES,
     ) -> None:
         self._ws = websocket
+        self._rules = turn_taking
         # A browser cannot set AgentCore's session header: without one, this WebSocket is the session,
         # so every turn shares one history (and an interrupt reaches the turn it means).
         self._session_id = session_id or f"ws-{uuid.uuid4()}"
@@ -162,6 +132,12 @@ class SpokenConversation:
         self._turns = 0
         self._utterances = 0
         self._input_ended = False
+        self._held: int | None = None
+        """The utterance the answer is paused for, until its words say whether it takes the turn."""
+        self._speculation: tuple[Speculation, asyncio.Task[None]] | None = None
+        self._work: Speculation | None = None
+        """The running turn's: its prompt and what it computed."""
+        self._taken_at = self._held_at = 0.0
 
     def _emit(self, event: Event) -> None:
         self._outbox.put_nowait(event)
@@ -266,16 +242,115 @@ class SpokenConversation:
         if kind == "speech_started":
             self._utterances += 1
             self._emit(user_speech_started(self._clock, message["utterance"], message["start_ms"]))
-            await self._interrupt()
+            await self._barge_in(message["utterance"])
         elif kind == "partial":
-            self._emit(transcript_partial(self._clock, message["utterance"], message["text"]))
+            utterance, text = message["utterance"], message["text"]
+            self._emit(transcript_partial(self._clock, utterance, text))
+            early = self._rules.backchannels is not None and takes_the_turn_early(
+                text, self._rules.backchannels
+            )
+            if self._held == utterance and early and not self._continuing():
+                self._held = None  # real words: a barge-in now, not at the utterance's end
+                await self._interrupt()
+        elif kind == "pause":
+            utterance, text, complete = message["utterance"], message["text"], message["complete"]
+            self._emit(user_paused(self._clock, utterance, text, complete, bool(message["ends"])))
+            if message.get("reads_finished", True):
+                self._preempt(utterance, text, complete)
+        elif kind == "speech_resumed":
+            if self._speculation is not None and self._speculation[0].utterance == message["utterance"]:
+                await self._discard("went_on")
         elif kind == "final":
             utterance, text = message["utterance"], message["text"]
             self._emit(transcript(self._clock, utterance, text, message["start_ms"], message["end_ms"]))
-            if text.strip():
-                await self._start_turn(text)
+            await self._finished(utterance, text)
         elif kind == "error":
             self._emit(error(self._clock, f"stt_{message.get('code')}", str(message.get("message"))))
+
+    def _ignorable(self, text: str) -> bool:
+        return self._rules.backchannels is not None and ignorable(text, self._rules.backchannels)
+
+    def _answering(self) -> bool:
+        """A turn is running, or its audio is still playing."""
+        return self._turn is not None and (not self._turn.done() or self._playback.playing())
+
+    async def _barge_in(self, utterance: int) -> None:
+        """The user started talking: over an answer, it pauses until the words are known (with
+        backchannels), or is a barge-in at once (without)."""
+        if self._rules.backchannels is None:
+            await self._interrupt()
+        elif self._held is None and self._answering():
+            self._held, self._held_at = utterance, time.perf_counter()
+            self._playback.pause()
+
+    async def _finished(self, utterance: int, text: str) -> None:
+        """An utterance's final: a backchannel or noise the answer paused for resumes it; a turn started
+        on its pause with the same words is taken; otherwise its words are the next turn."""
+        if self._held == utterance:
+            self._held = None
+            if self._ignorable(text):
+                self._playback.resume()
+                self._emit(answer_resumed(self._clock, utterance, text))
+                return
+            if self._continuing() and self._work is not None and self._turn is not None:
+                text = f"{self._work.prompt} {text}"  # the rest of the question the answer began on
+                work, task, self._work, self._turn = self._work, self._turn, None, None
+                await self._throw_away(work, task, "continued")
+        if self._speculation is not None:
+            speculation, _ = self._speculation
+            if speculation.utterance == utterance and same_words(speculation.prompt, text):
+                self._adopt()
+                return
+            await self._discard("other_words")
+        if text.strip():
+            await self._start_turn(text, utterance)
+
+    def _continuing(self) -> bool:
+        """The held utterance may be the rest of the running turn's question (agent.turn_taking)."""
+        return (
+            self._rules.discard_turn is not None
+            and self._work is not None
+            and self._held_at - self._taken_at < CONTINUATION_S
+            and self._playback.played_ms() < CONTINUATION_HEARD_MS
+        )
+
+    def _preempt(self, utterance: int, text: str, complete: float | None) -> None:
+        """Start the turn on a pause that leans finished, its events held (agent.turn_taking)."""
+        cut = self._rules.preempt_complete
+        if cut is None or complete is None or complete < cut or not text.strip():
+            return
+        if self._held is not None or self._speculation is not None or self._answering():
+            return
+        speculation = Speculation(utterance, text)
+        task = asyncio.create_task(self._run_turn({**self._settings, "prompt": text}, speculation))
+        self._speculation = (speculation, task)
+
+    def _adopt(self) -> None:
+        assert self._speculation is not None
+        speculation, task = self._speculation
+        self._speculation = None
+        self._turns += 1
+        self._playback.turn_started()
+        self._turn, self._work, self._taken_at = task, speculation, time.perf_counter()
+        for event in speculation.adopt():
+            self._playback.sent(event)
+            self._emit(event)
+
+    async def _discard(self, reason: str) -> None:
+        """The held turn is not the turn: it stops and leaves no trace."""
+        assert self._speculation is not None
+        speculation, task = self._speculation
+        self._speculation = None
+        await self._throw_away(speculation, task, reason)
+
+    async def _throw_away(self, work: Speculation, task: asyncio.Task[None], reason: str) -> None:
+        """A turn that should not have been: it stops (model and speech), the history is as before it,
+        and what it computed is counted."""
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        if self._rules.discard_turn is not None:
+            await self._rules.discard_turn(self._session_id)
+        self._emit(turn_discarded(self._clock, work.utterance, work.prompt, reason, **work.waste()))
 
     async def _interrupt(self) -> None:
         """Barge-in: the running turn stops, with what the listener heard recorded; its `interrupted`
@@ -293,20 +368,25 @@ class SpokenConversation:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait({self._turn}, timeout=TURN_RELEASE_S)
 
-    async def _start_turn(self, prompt: str) -> None:
+    async def _start_turn(self, prompt: str, utterance: int) -> None:
         await self._interrupt()
         self._turns += 1
         self._playback.turn_started()
-        self._turn = asyncio.create_task(self._run_turn({**self._settings, "prompt": prompt}))
+        self._work, self._taken_at = Speculation(utterance, prompt, adopted=True), time.perf_counter()
+        self._turn = asyncio.create_task(self._run_turn({**self._settings, "prompt": prompt}, self._work))
 
-    async def _run_turn(self, payload: dict[str, Any]) -> None:
+    async def _run_turn(self, payload: dict[str, Any], speculation: Speculation | None = None) -> None:
         async with contextlib.aclosing(self._turn_events(payload, self._session_id)) as events:
             async for event in events:
+                if speculation is not None and speculation.hold(event):
+                    continue
                 self._playback.sent(event)
                 self._emit(event)
 
     async def _stop_turn(self) -> None:
         """The conversation is over (the client left, or the endpoint failed): its turn stops."""
+        if self._speculation is not None:
+            await self._discard("left")
         if self._turn is not None and not self._turn.done():
             self._turn.cancel()
             await asyncio.gather(self._turn, return_exceptions=True)

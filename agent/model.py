@@ -224,6 +224,23 @@ class Conversation:
             await asyncio.wait({answer.task}, timeout=RELEASE_WAIT_S)
         return record
 
+    async def discard(self) -> None:
+        """The latest turn was started before the user had finished (agent.turn_taking) and is thrown
+        away: its model stops, and once it has let go (up to RELEASE_WAIT_S) the history is as it was
+        before the turn, as if it never ran."""
+        answer = _ANSWERS.get(self.agent)
+        if answer is not None:
+            answer.stop.set()
+            await asyncio.wait({answer.task}, timeout=RELEASE_WAIT_S)
+        messages, before = self.agent.messages, self._last_before_turn
+        if before is None:
+            messages.clear()
+        else:  # by identity, as _record_assistant_turn: the sliding window moves indices
+            kept = next((i + 1 for i in range(len(messages) - 1, -1, -1) if messages[i] is before), None)
+            if kept is not None:
+                del messages[kept:]
+        self.spoken = None
+
 
 class Conversations:
     """One conversation (a Strands agent, so one history) per AgentCore session, least recently used

@@ -20,8 +20,8 @@ from smithy_aws_core.identity import AWSCredentialsIdentity
 
 from agent.config import AgentConfig
 from agent.sagemaker_client import bidirectional_client
+from emulator.cli.daemon import wait_ready
 from emulator.config import EmulatorConfig
-from emulator.daemon import wait_ready
 from emulator.manifest import DEFAULT_MANIFEST
 from emulator.processes import stop_group
 from facts import DEFAULT_VOICE, TTS_ENDPOINT

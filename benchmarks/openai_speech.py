@@ -1,8 +1,8 @@
 """`openai_speech`: OpenAI's streamed pcm against our own sessions, for the same text. Time to first
 audio byte of `audio.speech.with_streaming_response.create(response_format="pcm")` (OpenAI's own
-`AsyncOpenAI` at the emulator's `/v1`, which forwards through the InvokeEndpoint path) vs our session
-through the emulator's bidirectional stream (the official HTTP/2 client, the agent's path) and vs the
-container's WebSocket reached directly.
+`AsyncOpenAI` at the gateway's `/v1`, `python -m gateway` in front of the emulator as in front of AWS:
+boto3's InvokeEndpointWithResponseStream) vs our session through the emulator's bidirectional stream
+(the official HTTP/2 client, the agent's path) and vs the container's WebSocket reached directly.
 
 Each trial times a fresh request or session from the call that opens it to the first audio byte, so
 both sides pay their connection setup; trials rotate the order of the three so that machine noise hits
@@ -20,29 +20,33 @@ from pathlib import Path
 from typing import Any
 
 import openai
+import yaml
 
 from benchmarks import report
 from benchmarks.emulated import EmulatorProcess
 from benchmarks.texts import FIRST_SENTENCE
-from emulator.manifest import DEFAULT_MANIFEST, load_manifest
+from emulator.manifest import DEFAULT_MANIFEST
 from facts import DEFAULT_VOICE, TTS_ENDPOINT
+from local_stack.stack import openai_gateway
 from tools import tts_client
 from tools.tts_client import connect, open_endpoint
 
 TARGET_MS = 50.0
 CASES = ("openai_pcm", "bidi", "websocket")
 LABELS = {
-    "openai_pcm": "OpenAI client, pcm stream\n(emulator /v1 -> InvokeEndpoint path)",
+    "openai_pcm": "OpenAI client, pcm stream\n(gateway /v1 -> response stream)",
     "bidi": "our session, bidi stream\n(emulator HTTP/2 -> WebSocket)",
     "websocket": "our session, the container's\nWebSocket directly",
 }
 
 
 def _speech_only_manifest() -> dict[str, Any]:
-    """The default manifest's Kokoro endpoint and nothing else (no agent beside the measurement)."""
-    default = load_manifest(DEFAULT_MANIFEST)
+    """The default manifest's Kokoro endpoint and its images, nothing else (no agent beside the
+    measurement)."""
+    default = yaml.safe_load(DEFAULT_MANIFEST.read_text())
     return {
-        "resources": [{"kind": r.kind, "spec": r.spec} for r in default.resources if r.kind != "AgentRuntime"]
+        "images": default["images"],
+        "resources": [r for r in default["resources"] if r["kind"] != "AgentRuntime"],
     }
 
 
@@ -60,10 +64,13 @@ async def _first_audio_ms(channel: tts_client.Channel, text: str, since: float) 
 
 async def measure(trials: int, text: str) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {case: [] for case in CASES}
-    with EmulatorProcess(_speech_only_manifest()) as emu:
+    with (
+        EmulatorProcess(_speech_only_manifest()) as emu,
+        openai_gateway(emu.state["env"], emu.home) as openai_url,
+    ):
         bidi_client = await emu.client()
         ws_url = f"ws://127.0.0.1:{emu.replica_port()}/invocations-bidirectional-stream"
-        speech = openai.AsyncOpenAI(base_url=f"{emu.state['http_url']}/v1", api_key="unused", max_retries=0)
+        speech = openai.AsyncOpenAI(base_url=openai_url, api_key="unused", max_retries=0)
 
         async def openai_pcm() -> float:
             since = time.perf_counter()

@@ -110,3 +110,33 @@ TIMESTAMP_SENTENCES = (
     "The bridge is closed for repairs until the end of the month.",
     "Would you like me to read the reviews of that restaurant?",
 )
+
+# What the turn-taking study (`benchmarks/voice_turn.py`) has people say. One-sentence questions, each a
+# finished turn: end of speech to first audio is measured on them.
+SPOKEN_QUESTIONS = (
+    "What is the capital of France?",
+    "How many legs does a spider have?",
+    "Can you tell me a fun fact about the moon?",
+    "What should I cook for dinner tonight?",
+    "Why is the sky blue?",
+    "How far away is the sun?",
+    "What time does the museum open on Sunday?",
+    "Which planet is closest to the sun?",
+)
+# Questions with a thinking pause inside, after the first N words (a place a speaker looking for the next
+# word stops: after "a", "the", "to", "my", or mid-phrase; the "Could you find me ... a train").
+PAUSED_QUESTIONS = (
+    ("Could you find me a train to the coast on Saturday?", 5),
+    ("What is the weather going to be like in Paris tomorrow?", 3),
+    ("Can you remind me to call my sister at six?", 5),
+    ("How long does it take to boil an egg?", 6),
+    ("I would like to book a table for two tonight.", 6),
+    ("Tell me about the history of Rome.", 4),
+    ("Should I bring my umbrella today?", 4),
+    ("Could you find me a train to the coast on Saturday?", 4),
+)
+PAUSES_S = (0.5, 1.0, 1.5)
+# Said over a spoken answer, none of which should stop it, and a question that should.
+BACKCHANNELS_SAID = ("Mm-hmm.", "Yeah.", "Okay.", "Sure.", "Uh-huh.", "Yeah.", "Okay.", "Sure.")
+LONG_ANSWER_PROMPT = "Tell me a long story about a dragon who learns to cook."
+INTERRUPTING_QUESTION = "Wait, what is the capital of Spain?"

@@ -1,23 +1,22 @@
-"""`voice_turn`: the number a user of a voice agent feels, end of their speech to the answer's first
-audio, through the whole local stack (compose/voice.yaml: Whisper base and Silero VAD, Kokoro, the
-emulated Bedrock's local model, SmolLM2 on the CPU, and the agent), over the agent's `/ws` as the web
-page's microphone drives it.
+"""`voice_turn`: turn-taking as a user of the voice agent feels it, through the whole local stack
+(compose/voice.yaml: Whisper base, Silero VAD and Smart Turn; Kokoro; the emulated Bedrock's local model,
+SmolLM2 on the CPU; the agent) over the agent's `/ws`, as the web page's microphone drives it: 32 ms
+frames of 16 kHz PCM, each sent when its last sample would have been spoken.
 
-Each one-sentence question is spoken by Kokoro (rendered once through the stack's own endpoint and
-resampled to 16 kHz: a question a person asks, which the held-out LibriVox readings are not; the `listen`
-study measures recognition on those) and streamed at real time in 100 ms frames, with silence after it.
-From the client's clock, with the speech's end where the transcript says it is (its `end_ms` less the
-VAD's kept pad):
+The speech is Kokoro's (decoded in this process, voice jm_kumo) and espeak-ng's (another library, en-us,
+where the program is installed), resampled to 16 kHz (tools/spoken.py). Four measurements:
 
-- `vad_end_ms`: the silence the VAD waits for before it calls the turn over (`STT_END_OF_TURN_MS`);
-- `transcript_ms`: speech end to the final transcript (the wait, and the rest of the final decode, which
-  starts when the speech pauses);
-- `first_token_ms`: transcript to the answer's first text;
-- `first_audio_ms`: first text to first audio;
-- `total_ms`: speech end to first audio.
-
-Baseline, in the same run: the transcript typed (`POST /invocations`), its first audio from the request:
-the ratio says what listening adds to a typed question.
+- latency, on one-sentence questions (texts.SPOKEN_QUESTIONS): end of speech (the transcript's `end_ms`
+  less the VAD's kept pad) to the answer's first audio, in parts: the turn decision (`user_paused` that
+  ends the turn), the transcript, the first token, the first audio; and whether the turn had started
+  before the transcript (preemptive), from the turn's own clock;
+- false ends: questions with a 0.5, 1.0 or 1.5 s thinking pause inside (texts.PAUSED_QUESTIONS): an
+  utterance heard as two transcripts ended early; answered in parts, if the agent did not mend it
+  (agent.turn_taking: the rest of a question over an answer just begun makes one turn of the two);
+- false interruptions: over a long spoken answer, backchannels ("mm-hmm", "okay", ...) and cough-like
+  noise bursts: an `interrupted` stops it, an `answer_resumed` (or nothing) does not; and a real
+  question, which must interrupt: its first sound to `user_speech_started` (where the client pauses);
+- thrown-away work: every `turn_discarded` (a turn started at a pause the user talked on after).
 """
 
 from __future__ import annotations
@@ -29,148 +28,319 @@ import time
 from pathlib import Path
 from typing import Any
 
-import av
-import boto3
-import httpx
 import numpy as np
 import websockets
 
-from agent.events import read_events
 from benchmarks import report
 from benchmarks.stats import summarize
+from benchmarks.texts import (
+    BACKCHANNELS_SAID,
+    INTERRUPTING_QUESTION,
+    LONG_ANSWER_PROMPT,
+    PAUSED_QUESTIONS,
+    PAUSES_S,
+    SPOKEN_QUESTIONS,
+)
 from emulator.config import EmulatorConfig
 from emulator.manifest import VOICE_MANIFEST
-from facts import SAMPLE_RATE, STT_PCM_BYTES_PER_S, STT_SAMPLE_RATE, TTS_ENDPOINT
-from local_stack.stack import LocalStack, local_stack
+from facts import STT_PCM_BYTES_PER_S
+from local_stack.stack import local_stack
+from stt.config import VAD_CHUNK_MS, STTConfig
+from tools import spoken
 
-QUESTIONS = (
-    "What is the capital of France?",
-    "How many legs does a spider have?",
-    "Can you tell me a fun fact about the moon?",
-    "What should I cook for dinner tonight?",
-    "Why is the sky blue?",
-)
-FRAME_BYTES = STT_PCM_BYTES_PER_S // 10  # 100 ms
-END_OF_TURN_MS, SPEECH_PAD_MS = 600, 200  # stt/config.py's defaults, which compose/listen.yaml keeps
-LEAD_S, TAIL_S = 0.5, 2.0
-
-
-def _silence(seconds: float) -> bytes:
-    return b"\x00\x00" * round(seconds * STT_PCM_BYTES_PER_S / 2)
+FRAME_BYTES = STT_PCM_BYTES_PER_S * 32 // 1000  # 32 ms, as the page's capture.js
+PAD_MS = -(-STTConfig.speech_pad_ms // VAD_CHUNK_MS) * VAD_CHUNK_MS  # the pad the VAD keeps, whole chunks
+LEAD_S, TAIL_S = 0.5, 2.5
+TARGET_MS = 600
+# Whisper base hears these two voices' backchannels as said (tools.asr: jf_alpha "mm-hmm", "Uh-huh.",
+# "Yeah", "Ok"; en-us "Yeah", "Okay", "Sure"); jm_kumo's "Yeah." is "YACHO", its "Mm-hmm." "MM Hump".
+BACKCHANNEL_VOICES = ("jf_alpha", "en-us")
+ANSWER_WAIT_S = 60.0
 
 
-def _spoken(stack: LocalStack, text: str) -> bytes:
-    """`text` in Kokoro's voice, through the stack's SageMaker endpoint, as 16 kHz s16le."""
-    env = stack.env
-    client = boto3.client(
-        "sagemaker-runtime",
-        endpoint_url=env["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"],
-        region_name=env["AWS_REGION"],
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-    )
-    body = json.dumps({"text": text, "format": "pcm"})
-    pcm = client.invoke_endpoint(EndpointName=TTS_ENDPOINT, Body=body, ContentType="application/json")["Body"]
-    samples = np.frombuffer(pcm.read(), dtype="<i2").reshape(1, -1)
-    frame = av.AudioFrame.from_ndarray(samples, format="s16", layout="mono")
-    frame.sample_rate = SAMPLE_RATE
-    resampler = av.AudioResampler(format="s16", layout="mono", rate=STT_SAMPLE_RATE)
-    return b"".join(
-        bytes(out.planes[0])[: out.samples * 2]
-        for out in [*resampler.resample(frame), *resampler.resample(None)]
-    )
+class Conversation:
+    """One `/ws` conversation: microphone frames out at real time, every event in with its arrival."""
+
+    def __init__(self, ws: websockets.ClientConnection) -> None:
+        self.ws = ws
+        self.events: list[tuple[float, dict[str, Any]]] = []
+        self.began = time.perf_counter()
+        self._sent_s = 0.0
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        async for message in self.ws:
+            self.events.append((time.perf_counter(), json.loads(message)))
+
+    def at(self, offset_s: float) -> float:
+        """The wall time of a point `offset_s` into the microphone's audio."""
+        return self.began + offset_s
+
+    async def speak(self, pcm: bytes) -> float:
+        """Sends `pcm` at real time; returns where it started in the microphone's audio (s)."""
+        start = self._sent_s
+        for index in range(0, len(pcm), FRAME_BYTES):
+            frame = pcm[index : index + FRAME_BYTES]
+            self._sent_s += len(frame) / STT_PCM_BYTES_PER_S
+            await asyncio.sleep(max(0.0, self.at(self._sent_s) - time.perf_counter()))
+            await self.ws.send(frame)
+        return start
+
+    async def until(self, kinds: set[str], within_s: float, after: float = 0.0) -> dict[str, Any] | None:
+        """The first event of one of `kinds` that arrived after `after`, waiting for it."""
+        deadline = time.perf_counter() + within_s
+        while time.perf_counter() < deadline:
+            found = [(t, e) for t, e in self.events if e["type"] in kinds and t >= after]
+            if found:
+                return found[0][1]
+            await asyncio.sleep(0.01)
+        return None
+
+    def first(self, kind: str, after: float = 0.0) -> tuple[float, dict[str, Any]] | None:
+        return next(((t, e) for t, e in self.events if e["type"] == kind and t >= after), None)
+
+    def all(self, kind: str) -> list[dict[str, Any]]:
+        return [e for _, e in self.events if e["type"] == kind]
 
 
-async def _voice_turn(ws_url: str, pcm: bytes) -> dict[str, Any]:
-    """One spoken question: every event with its arrival, and when the stream's audio began."""
-    got: list[tuple[float, dict]] = []
-    audio = _silence(LEAD_S) + pcm + _silence(TAIL_S)
-    async with websockets.connect(ws_url, max_size=None) as ws:
+async def _open(ws_url: str) -> Conversation:
+    ws = await websockets.connect(ws_url, max_size=None)
+    return Conversation(ws)
 
-        async def receive() -> None:
-            async for message in ws:
-                got.append((time.perf_counter(), json.loads(message)))
 
-        reader = asyncio.create_task(receive())
-        began = time.perf_counter()
-        for index, start in enumerate(range(0, len(audio), FRAME_BYTES)):
-            await asyncio.sleep(max(0.0, began + index * 0.1 - time.perf_counter()))  # real time
-            await ws.send(audio[start : start + FRAME_BYTES])
-        await ws.send(json.dumps({"type": "end"}))
-        await asyncio.wait_for(reader, 120)
-    first = {}
-    for at, event in got:
-        first.setdefault(event["type"], (at, event))
-    at_transcript, heard = first["transcript"]
-    speech_end = began + (heard["end_ms"] - SPEECH_PAD_MS) / 1000
-    at_text, at_audio = first["text_delta"][0], first["audio_chunk"][0]
+async def _latency(ws_url: str, pcm: bytes) -> dict[str, Any]:
+    """One finished question: when each part of the answer's way arrived, from the end of speech."""
+    talk = await _open(ws_url)
+    try:
+        await talk.speak(spoken.silence(LEAD_S) + pcm + spoken.silence(TAIL_S))
+        await talk.until({"audio_chunk"}, ANSWER_WAIT_S)
+    finally:
+        await talk.ws.close()
+    at_transcript, heard = talk.first("transcript") or (None, None)
+    audio = talk.first("audio_chunk")
+    if heard is None or audio is None:
+        return {"heard": heard and heard["text"], "failed": True}
+    speech_end = talk.at((heard["end_ms"] - PAD_MS) / 1000)
+    decided = next((t for t, e in talk.events if e["type"] == "user_paused" and e["ends"]), at_transcript)
+    at_text = talk.first("text_delta")[0]
+    turn_began = audio[0] - audio[1]["t_ms"] / 1000  # the turn's own clock starts at agent_start
     return {
         "heard": heard["text"],
-        "vad_end_ms": END_OF_TURN_MS,
+        "decision_ms": (decided - speech_end) * 1000,
         "transcript_ms": (at_transcript - speech_end) * 1000,
         "first_token_ms": (at_text - at_transcript) * 1000,
-        "first_audio_ms": (at_audio - at_text) * 1000,
-        "total_ms": (at_audio - speech_end) * 1000,
+        "first_audio_ms": (audio[0] - at_text) * 1000,
+        "total_ms": (audio[0] - speech_end) * 1000,
+        "model_ttft_ms": talk.first("text_delta")[1]["t_ms"],
+        "model_ttfa_ms": audio[1]["t_ms"],
+        "head_start_ms": max(0.0, (at_transcript - turn_began) * 1000),
+        "discarded": talk.all("turn_discarded"),
     }
 
 
-def _typed_first_audio_ms(stack: LocalStack, prompt: str) -> float:
-    sent = time.perf_counter()
-    with httpx.stream(
-        "POST", f"{stack.agent_url}/invocations", json={"prompt": prompt}, timeout=120
-    ) as response:
-        for at, event in read_events(response.iter_raw()):
-            if event["type"] == "audio_chunk":
-                return (at - sent) * 1000
-    raise RuntimeError(f"no audio for {prompt!r}")
+async def _paused(ws_url: str, pcm: bytes) -> dict[str, Any]:
+    """One question with a pause inside: how many transcripts it became."""
+    talk = await _open(ws_url)
+    try:
+        await talk.speak(spoken.silence(LEAD_S) + pcm + spoken.silence(TAIL_S))
+        await talk.until({"transcript"}, 5.0)
+    finally:
+        await talk.ws.close()
+    return {
+        "transcripts": [e["text"] for e in talk.all("transcript")],
+        "pauses": [(e["complete"], e["ends"]) for e in talk.all("user_paused")],
+        "discarded": talk.all("turn_discarded"),
+    }
 
 
-def run(quick: bool, out: Path) -> dict[str, Any]:
-    questions = QUESTIONS[:2] if quick else QUESTIONS
-    config = dataclasses.replace(EmulatorConfig.from_env(), http_port=0, h2_port=0, llm_backend="smollm2")
-    rows = []
-    with local_stack(config, manifest=VOICE_MANIFEST) as stack:
-        ws_url = stack.agent_url.replace("http://", "ws://") + "/ws"
-        spoken = {q: _spoken(stack, q) for q in questions}
-        asyncio.run(_voice_turn(ws_url, spoken[questions[0]]))  # warm: the model's first answer
-        for question in report.progress(questions, "questions"):
-            row = {"question": question, **asyncio.run(_voice_turn(ws_url, spoken[question]))}
-            row["typed_first_audio_ms"] = _typed_first_audio_ms(stack, row["heard"])
-            rows.append(row)
-    parts = ("transcript_ms", "first_token_ms", "first_audio_ms", "total_ms", "typed_first_audio_ms")
-    summary = {part: summarize([row[part] for row in rows]) for part in parts}
-    voice_ms, typed_ms = summary["total_ms"]["median_ms"], summary["typed_first_audio_ms"]["median_ms"]
-    ratio = voice_ms / typed_ms
+async def _over_the_answer(ws_url: str, question: bytes, over: bytes) -> dict[str, Any]:
+    """Ask for a long answer; 1.5 s into its audio, say `over`: what the agent made of it."""
+    talk = await _open(ws_url)
+    try:
+        await talk.speak(spoken.silence(LEAD_S) + question)
+        deadline = time.perf_counter() + ANSWER_WAIT_S
+        while (audio := talk.first("audio_chunk")) is None or time.perf_counter() < audio[0] + 1.5:
+            if time.perf_counter() > deadline:
+                return {"verdict": "no answer", "heard_after_ms": None, "heard": [], "partials": []}
+            await talk.speak(spoken.silence(0.096))  # the microphone streams on, as a page's does
+        said_at = talk.at(await talk.speak(over) + _onset_s(over))
+        await talk.speak(spoken.silence(2.5))
+        verdict = await talk.until({"interrupted", "answer_resumed"}, 4.0, after=said_at)
+        started = talk.first("user_speech_started", after=said_at)
+    finally:
+        await talk.ws.close()
+    return {
+        "verdict": verdict["type"] if verdict else "none",
+        "heard_after_ms": round((started[0] - said_at) * 1000, 1) if started else None,
+        "heard": [e["text"] for t, e in talk.events if e["type"] == "transcript" and t >= said_at],
+        "partials": [e["text"] for t, e in talk.events if e["type"] == "transcript_partial" and t >= said_at],
+    }
+
+
+def _onset_s(pcm: bytes) -> float:
+    """Where the sound in `pcm` begins (a voice's rendering opens with silence): its first 10 ms
+    louder than -34 dBFS."""
+    samples = np.abs(np.frombuffer(pcm, dtype="<i2").astype(np.float32)) / 32768
+    blocks = samples[: len(samples) // 160 * 160].reshape(-1, 160).max(axis=1)
+    loud = np.flatnonzero(blocks > 0.02)
+    return float(loud[0]) / 100 if loud.size else 0.0
+
+
+def _voices() -> list[str]:
+    return [spoken.KOKORO_VOICES[0], *([spoken.ESPEAK_VOICES[0]] if spoken.espeak_available() else [])]
+
+
+def _measure(ws_url: str, quick: bool) -> dict[str, Any]:
+    voices = _voices()[:1] if quick else _voices()
+    questions = SPOKEN_QUESTIONS[:2] if quick else SPOKEN_QUESTIONS
+    paused = PAUSED_QUESTIONS[:2] if quick else PAUSED_QUESTIONS
+    asyncio.run(_latency(ws_url, spoken.say(questions[0], voices[0])))  # warm: the model's first answer
+    latency = [
+        {"question": q, "voice": v, **asyncio.run(_latency(ws_url, spoken.say(q, v)))}
+        for q, v in report.progress([(q, v) for v in voices for q in questions], "questions")
+    ]
+    pauses = [
+        {"question": q, "after_words": n, "pause_s": p, "voice": v}
+        for v in voices
+        for q, n in paused
+        for p in (PAUSES_S[1:2] if quick else PAUSES_S)
+    ]
+    for row in report.progress(pauses, "paused questions"):
+        pcm = spoken.with_pause(row["question"], row["after_words"], row["pause_s"], row["voice"])
+        row.update(asyncio.run(_paused(ws_url, pcm)))
+    ask = spoken.say(LONG_ANSWER_PROMPT, voices[0])
+    tries = 2 if quick else 10
+    overs = [
+        ("backchannel", spoken.say(BACKCHANNELS_SAID[i % len(BACKCHANNELS_SAID)], voices[i % len(voices)]))
+        for i in range(tries)
+    ]
+    overs += [("cough", spoken.cough(seed=i)) for i in range(tries)]
+    overs += [("question", spoken.say(INTERRUPTING_QUESTION, voices[0])) for _ in range(2 if quick else 5)]
+    over = [
+        {"kind": kind, **asyncio.run(_over_the_answer(ws_url, ask, pcm))}
+        for kind, pcm in report.progress(overs, "over the answer")
+    ]
+    return {"latency": latency, "paused": pauses, "over": over}
+
+
+def _summary(measured: dict[str, Any]) -> dict[str, Any]:
+    rows = [r for r in measured["latency"] if not r.get("failed")]
+    parts = (
+        "decision_ms",
+        "transcript_ms",
+        "first_token_ms",
+        "first_audio_ms",
+        "total_ms",
+        "model_ttft_ms",
+        "model_ttfa_ms",
+        "head_start_ms",
+    )
+    ended_early = [r for r in measured["paused"] if len(r["transcripts"]) > 1]
+    # what the user gets: an early end the agent mended (the rest of the question came over an answer
+    # just begun, which it threw away) is one answer to the whole question
+    answered_in_parts = [
+        r
+        for r in ended_early
+        if len(r["transcripts"]) - sum(d["reason"] == "continued" for d in r["discarded"]) > 1
+    ]
+    over = measured["over"]
+    stopped = {
+        kind: sum(1 for r in over if r["kind"] == kind and r["verdict"] == "interrupted")
+        for kind in ("backchannel", "cough", "question")
+    }
+    tries = {kind: sum(1 for r in over if r["kind"] == kind) for kind in stopped}
+    discarded = [
+        d for group in ("latency", "paused") for r in measured[group] for d in r.get("discarded", [])
+    ]
+    return {
+        **{part: summarize([r[part] for r in rows]) for part in parts},
+        "failed_turns": len(measured["latency"]) - len(rows),
+        "preempted_turns": sum(1 for r in rows if r["head_start_ms"] > 0),
+        "paused_questions": len(measured["paused"]),
+        "ended_early": len(ended_early),
+        "false_end_rate": round(len(ended_early) / max(1, len(measured["paused"])), 3),
+        "answered_in_parts": len(answered_in_parts),
+        "answered_in_parts_rate": round(len(answered_in_parts) / max(1, len(measured["paused"])), 3),
+        "stopped_by": stopped,
+        "tries": tries,
+        "question_heard_after_ms": summarize(
+            [r["heard_after_ms"] for r in over if r["kind"] == "question" and r["heard_after_ms"] is not None]
+        ),
+        "discarded_turns": len(discarded),
+        "discarded_ran_ms": round(sum(d["ran_ms"] for d in discarded), 1),
+        "discarded_text_chars": sum(d["text_chars"] for d in discarded),
+        "discarded_audio_chunks": sum(d["audio_chunks"] for d in discarded),
+    }
+
+
+def _print(measured: dict[str, Any], summary: dict[str, Any]) -> None:
+    cells = ("decision_ms", "transcript_ms", "first_token_ms", "first_audio_ms", "total_ms", "head_start_ms")
     print(
         report.table(
-            ["question", "heard", "transcript", "first token", "first audio", "total", "typed"],
-            [[r["question"], r["heard"], *(round(r[p]) for p in parts)] for r in rows],
+            [
+                "question",
+                "voice",
+                "heard",
+                "decision",
+                "transcript",
+                "first token",
+                "first audio",
+                "total",
+                "head start",
+            ],
+            [
+                [r["question"], r["voice"], r.get("heard"), *(round(r[c]) if c in r else "-" for c in cells)]
+                for r in measured["latency"]
+            ],
         )
     )
+    total = summary["total_ms"]
     print(
-        f"end of speech to first audio: median {voice_ms:.0f} ms "
-        f"({ratio:.2f}x a typed question's first audio, {typed_ms:.0f} ms)"
+        f"end of speech to first audio: median {total.get('median_ms', 0):.0f} ms, "
+        f"p90 {total.get('p90_ms', 0):.0f} ms"
     )
-    result = {
-        "machine": report.machine(),
-        "end_of_turn_ms": END_OF_TURN_MS,
-        "rows": rows,
-        "summary": summary,
-        "ratio_to_typed": ratio,
-    }
+    print(
+        f"paused questions ended early: {summary['ended_early']} of {summary['paused_questions']} "
+        f"(answered in parts, after the agent mended what it could: {summary['answered_in_parts']})"
+    )
+    print(f"stopped the answer: {summary['stopped_by']} of {summary['tries']}")
+    print(
+        f"turns thrown away: {summary['discarded_turns']} ({summary['discarded_ran_ms']:.0f} ms of turns, "
+        f"{summary['discarded_audio_chunks']} audio chunks)"
+    )
+
+
+def _figure(measured: dict[str, Any]) -> Any:
     fig, (ax,) = report.figure("voice turn: end of speech to first audio, by part")
-    labels = [r["question"][:24] for r in rows]
+    rows = [r for r in measured["latency"] if not r.get("failed")]
+    labels = [f"{r['question'][:22]} ({r['voice']})" for r in rows]
     left = np.zeros(len(rows))
     for part, name in (
-        ("transcript_ms", "transcript (VAD wait + decode)"),
+        ("transcript_ms", "turn decision and transcript"),
         ("first_token_ms", "model first token"),
         ("first_audio_ms", "first audio"),
     ):
-        values = np.array([r[part] for r in rows])
+        values = np.array([max(0.0, r[part]) for r in rows])
         ax.barh(labels, values, left=left, label=name)
         left += values
-    report.reference_line(ax, END_OF_TURN_MS, f"VAD end of turn {END_OF_TURN_MS} ms", horizontal=False)
-    report.reference_line(ax, 2500, "target 2.5 s", horizontal=False)
+    report.reference_line(ax, TARGET_MS, f"target median {TARGET_MS} ms", horizontal=False)
     ax.set_xlabel("ms after the end of the user's speech")
+    ax.tick_params(axis="y", labelsize=6)
     ax.legend(fontsize=7)
-    return report.write(out, "voice_turn", result, fig, quick)
+    return fig
+
+
+def run(quick: bool, out: Path) -> dict[str, Any]:
+    config = dataclasses.replace(EmulatorConfig.from_env(), http_port=0, h2_port=0, llm_backend="smollm2")
+    with local_stack(config, manifest=VOICE_MANIFEST) as stack:
+        measured = _measure(stack.agent_url.replace("http://", "ws://") + "/ws", quick)
+    summary = _summary(measured)
+    _print(measured, summary)
+    result = {
+        "machine": report.machine(),
+        "stt": dataclasses.asdict(STTConfig()),
+        **measured,
+        "summary": summary,
+    }
+    result["stt"]["cache_dir"] = str(result["stt"]["cache_dir"])
+    return report.write(out, "voice_turn", result, _figure(measured), quick)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from deploy.config import DeployConfig
 from deploy.model_dir import ModelSource, resolve_model_source
-from deploy.part import Part
+from deploy.parts.base import Part
 from deploy.stacks import cdk
 
 PROJECT_TAG = "voice-agent-aws"

@@ -16,7 +16,7 @@ from pathlib import Path
 from deploy.aws import Aws
 from deploy.config import DeployConfig
 from deploy.errors import CdkFailed
-from deploy.part import Identity, Part
+from deploy.parts.base import Identity, Part
 from deploy.prereqs import check_prerequisites
 from deploy.teardown import destroy
 from deploy.toolkit import Echo

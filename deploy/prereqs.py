@@ -16,10 +16,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 from deploy.aws import Aws
 from deploy.config import DeployConfig
 from deploy.errors import MissingPrerequisites, Problem
-from deploy.naming import BOOTSTRAP_VERSION_PARAMETER, MIN_BOOTSTRAP_VERSION
-from deploy.part import Identity, Part
+from deploy.images import CDK_QUALIFIER
+from deploy.parts.base import Identity, Part
 
 DOCKER_TIMEOUT_S = 30
+BOOTSTRAP_VERSION_PARAMETER = f"/cdk-bootstrap/{CDK_QUALIFIER}/version"
+MIN_BOOTSTRAP_VERSION = 6
 
 
 def check_identity(aws: Aws, problems: list[Problem]) -> Identity | None:
@@ -106,7 +108,9 @@ def check_docker(config: DeployConfig, parts: Sequence[Part], problems: list[Pro
     build, arm64 = needs_docker(parts)
     if not build:
         return
-    fix = "start a Docker engine, or pass images already in ECR (--image-uri, --tts-/--agent-image-uri)"
+    fix = (
+        "start a Docker engine, or pass images already in ECR (--image-uri, --tts-/--stt-/--agent-image-uri)"
+    )
     info = _run([config.docker_command, "info", "--format", "{{.ServerVersion}}"])
     if info is None or info.returncode != 0:
         seen = (

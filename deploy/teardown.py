@@ -15,9 +15,8 @@ from botocore.exceptions import ClientError, WaiterError
 from deploy.aws import Aws
 from deploy.config import DeployConfig
 from deploy.errors import ConfigError, TeardownFailed
-from deploy.images import parse_ecr_uri
-from deploy.naming import assets_repository
-from deploy.part import Identity, Part
+from deploy.images import assets_repository, parse_ecr_uri
+from deploy.parts.base import Identity, Part
 
 
 def described_stack(cloudformation: Any, name: str) -> dict[str, Any] | None:

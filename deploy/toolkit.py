@@ -4,7 +4,7 @@ template and applies it, and knows what must hold before it can (`check`) and ho
 Two implementations: `CdkToolkit` (deploy/cdk_toolkit.py: the `cdk` CLI against AWS, CloudFormation's
 teardown) and `LocalToolkit` (deploy/local_toolkit.py: the same assembly given to the emulator's
 CloudFormation, the same teardown). The commands choose one, with the clients (`Aws`) that reach
-it, in one place (`deploy.commands.target`); the orchestration sees only this interface.
+it, in one place (`deploy.orchestrate.target`); the orchestration sees only this interface.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Protocol
 
 from deploy.aws import Aws
 from deploy.config import DeployConfig
-from deploy.part import Identity, Part
+from deploy.parts.base import Identity, Part
 
 Echo = Callable[[str], None]
 

@@ -34,17 +34,24 @@ class ImageSpec:
     `command` items may hold `{python}`, `{host}`, `{port}` and `{model_dir}` placeholders.
     `bidirectional` stands in for the image label
     `com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true`.
-    `dockerfile` is relative to the repository root, the build context (`emulator/images/build.py`).
+    `dockerfile` is relative to the repository root, the build context (`emulator/images/build.py`);
+    `build_args` are its build arguments (container_kit/Dockerfile builds every model container's CPU
+    image from them).
     """
 
     command: tuple[str, ...]
     bidirectional: bool = True
     dockerfile: str | None = None
+    build_args: Mapping[str, str] = field(default_factory=dict)
     listen_variables: tuple[str, str] | None = None
     """For the `docker` runtime: the variables (host, port) that tell this image's container where to
     listen when it shares the host's network. An AgentCore runtime's container calls the emulator at
     127.0.0.1, which it reaches only there, so it runs on the host's network on a free loopback port
     instead of AgentCore's 8080."""
+    platform: str | None = None
+    """The platform the image runs on in AWS when it is not any (the agent's linux/arm64, AgentCore's
+    only one). `up --runtime docker` builds it for the engine's own platform, labelled as standing in
+    for this one; `python -m emulator build --platform` and the deploy rehearsal build this one."""
 
     @classmethod
     def from_obj(cls, obj: Any) -> ImageSpec:
@@ -54,10 +61,19 @@ class ImageSpec:
             return cls(command=tuple(str(x) for x in obj))
         if isinstance(obj, Mapping) and isinstance(obj.get("command"), list | tuple):
             dockerfile = obj.get("dockerfile")
+            build_args = obj.get("build_args") or {}
+            if not isinstance(build_args, Mapping):
+                raise ConfigError(f"an image's build_args map names to values, got {build_args!r}")
+            listen = obj.get("listen_variables")
+            if listen is not None and not (isinstance(listen, list | tuple) and len(listen) == 2):
+                raise ConfigError(f"an image's listen_variables are two names (host, port), got {listen!r}")
             return cls(
                 command=tuple(str(x) for x in obj["command"]),
                 bidirectional=bool(obj.get("bidirectional", True)),
                 dockerfile=str(dockerfile) if dockerfile else None,
+                build_args={str(k): str(v) for k, v in build_args.items()},
+                listen_variables=(str(listen[0]), str(listen[1])) if listen else None,
+                platform=str(obj["platform"]) if obj.get("platform") else None,
             )
         raise ConfigError(f"an image entry needs a command list, got {obj!r}")
 
@@ -67,23 +83,10 @@ class ImageSpec:
 
 
 def default_images() -> dict[str, ImageSpec]:
-    """Image name -> local command (`process` runtime) and Dockerfile (`docker` runtime), matched on the
-    repository's last part: the tts container, the speech-to-text container, the voice agent (an AgentCore
-    runtime image) and the echo test container."""
+    """The images the emulator knows by itself, matched on the repository's last part: its own test
+    container, echo. Every other image comes with the manifest that runs it (its `images:` section: the
+    product's, compose/*.yaml, are written from deploy/product.py) or `EMULATOR_IMAGES`."""
     return {
-        "kokoro-tts": ImageSpec(
-            ("{python}", "-m", "tts", "serve", "--host", "{host}", "--port", "{port}"),
-            dockerfile="tts/Dockerfile",
-        ),
-        "whisper-stt": ImageSpec(
-            ("{python}", "-m", "stt", "serve", "--host", "{host}", "--port", "{port}"),
-            dockerfile="stt/Dockerfile",
-        ),
-        "agent": ImageSpec(
-            ("{python}", "-m", "agent", "serve", "--host", "{host}", "--port", "{port}"),
-            dockerfile="agent/Dockerfile",
-            listen_variables=("AGENT_HOST", "AGENT_PORT"),
-        ),
         "echo": ImageSpec(
             ("{python}", "-m", "emulator.echo_container", "--host", "{host}", "--port", "{port}"),
             dockerfile="emulator/echo.Dockerfile",

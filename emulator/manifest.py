@@ -1,8 +1,10 @@
-"""Manifests: the SageMaker and AgentCore resources to create at start-up, as YAML.
+"""Manifests: the SageMaker, AgentCore and CloudWatch resources to create at start-up, as YAML, and how
+to build and run the images they name.
 
 ```yaml
-images:                       # optional: image -> local command for the `process` runtime
-  my-model: {command: ["{python}", "-m", "my_model", "--port", "{port}"], bidirectional: true}
+images:                       # optional: image -> how the runtimes run it and the builder builds it
+  my-model: {command: ["{python}", "-m", "my_model", "--port", "{port}"], bidirectional: true,
+             dockerfile: my_model/Dockerfile, build_args: {A: "1"}, listen_variables: [HOST, PORT]}
 resources:                    # applied in order, through the same code as the API
   - kind: Model               # spec = the CreateModel request, exactly as boto3 takes it
     spec: {ModelName: m, PrimaryContainer: {Image: my-model:latest}}
@@ -14,7 +16,15 @@ resources:                    # applied in order, through the same code as the A
   - kind: AgentRuntime        # spec = the bedrock-agentcore-control create_agent_runtime request
     spec: {agentRuntimeName: a, agentRuntimeArtifact: {containerConfiguration: {containerUri: agent:latest}},
            roleArn: "arn:aws:iam::123456789012:role/a", environmentVariables: {K: V}}
+  - kind: Dashboard           # spec = the CloudWatch PutDashboard request (DashboardBody: a JSON string)
+    spec: {DashboardName: d, DashboardBody: '{"widgets": [{"type": "metric", "properties": {"metrics":
+           [["Namespace", "Metric", "Dimension", "value", {"stat": "p90", "period": 60}]]}}]}'}
 ```
+
+The product's manifests (compose/*.yaml but echo.yaml) are written from deploy/product.py by
+`python -m deploy manifests`; the emulator imports nothing of deploy and knows no image of the product.
+A dashboard is what `python -m emulator status` shows the latest values of (emulator/admin/dashboards.py),
+as a stack's `AWS::CloudWatch::Dashboard` is: the emulator names no metric of its own.
 
 A bare list is read as `resources`. `include: [other.yaml, ...]` (paths relative to the manifest) applies
 those manifests' resources first, in order, then this one's; their `images` are merged, this one's last.
@@ -35,9 +45,10 @@ KINDS = {
     "EndpointConfig": ("sagemaker", "CreateEndpointConfig"),
     "Endpoint": ("sagemaker", "CreateEndpoint"),
     "AgentRuntime": ("bedrock-agentcore-control", "CreateAgentRuntime"),
+    "Dashboard": ("cloudwatch", "PutDashboard"),
 }
-"""kind -> (service, operation) of the call that creates it (emulator/app.py's `Services.call`)."""
-NAME_FIELDS = {"AgentRuntime": "agentRuntimeName"}
+"""kind -> (service, operation) of the call that creates it (emulator/server/app.py's `Services.call`)."""
+NAME_FIELDS = {"AgentRuntime": "agentRuntimeName", "Dashboard": "DashboardName"}
 DEFAULT_MANIFEST = Path(__file__).resolve().parent.parent / "compose" / "emulator.yaml"
 VOICE_MANIFEST = DEFAULT_MANIFEST.with_name("voice.yaml")
 """The default stack and the speech-to-text endpoint: the agent that listens (its `/ws`, the page's mic)."""

@@ -1,12 +1,11 @@
 """What OpenAI's audio routes answer in front of SageMaker endpoints before any container sees the
-body: the one vocabulary of the AWS gateway (`gateway/routes.py`) and the emulator's same routes
-(`emulator/openai_routes.py`), so the two answer alike.
+body: the gateway's vocabulary (`gateway/routes.py` serves it), in OpenAI's error envelope.
 
 `model` names an endpoint; `tts-1` / `tts-1-hd`, OpenAI's names, mean the only endpoint when there is
 exactly one. The speech body goes on unchanged (the container reads OpenAI's body itself and answers in
 OpenAI's shapes, `tts/wire/openai_speech.py`); refused here is only what needs no container: a body
-over the limit, not JSON, not an object, without `input`, or a model that names no endpoint. Pure: no
-I/O, no web framework.
+not JSON, not an object, without `input`, or a model that names no endpoint (a body over MAX_BODY_BYTES
+is refused as it is read, routes.py). Pure: no I/O, no web framework.
 """
 
 from __future__ import annotations
@@ -48,9 +47,7 @@ def endpoint_for(model: object, endpoints: Sequence[str]) -> str:
 
 
 def speech_body(raw: bytes) -> dict[str, Any]:
-    """The speech body as JSON, refused when it cannot be one (400 and 413 in OpenAI's envelope)."""
-    if len(raw) > MAX_BODY_BYTES:
-        raise OpenAIRefusal(413, f"the body is over {MAX_BODY_BYTES} bytes", "body_too_large")
+    """The speech body as JSON, refused when it cannot be one (400 in OpenAI's envelope)."""
     try:
         body = json.loads(raw)
     except (ValueError, RecursionError):

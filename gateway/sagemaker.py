@@ -4,12 +4,14 @@ credentials, SigV4; `AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME` points it at the emulat
 A container's error reaches boto3 as SageMaker's 424 `ModelError`; its `OriginalStatusCode` and
 `OriginalMessage` are the container's own answer (for an OpenAI body, OpenAI's error envelope:
 `tts/wire/openai_speech.py`), which is what an OpenAI client must see, so `Answer` carries them
-unwrapped. Any other AWS error becomes an OpenAI-shaped error with the AWS code.
+unwrapped. Any other AWS error is refused as an OpenAI-shaped error with the AWS code (`OpenAIRefusal`,
+which the routes answer), an endpoint that cannot be reached as a 502 `endpoint_unreachable`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,26 +29,25 @@ class Answer:
     content_type: str
     chunks: Iterator[bytes]
     """The body, as the endpoint streams it (a whole body is one chunk)."""
+    close: Callable[[], None] = lambda: None
+    """Ends the endpoint's stream: for a client that went away before the end."""
 
 
-def openai_error(refusal: OpenAIRefusal) -> Answer:
-    return Answer(refusal.status, JSON, iter([refusal.body()]))
-
-
-def _refused(err: ClientError) -> Answer:
+def _container_answer(err: ClientError) -> Answer:
+    """The container's own refusal inside SageMaker's ModelError; any other AWS error refused."""
     response: dict[str, Any] = err.response
     original = response.get("OriginalStatusCode")
     if response.get("Error", {}).get("Code") == "ModelError" and isinstance(original, int) and original > 0:
         return Answer(original, JSON, iter([str(response.get("OriginalMessage", "")).encode()]))
     status = response.get("ResponseMetadata", {}).get("HTTPStatusCode", 500)
     error = response.get("Error", {})
-    return openai_error(
-        OpenAIRefusal(
-            status if status < 500 else 502,
-            str(error.get("Message", err)),
-            str(error.get("Code", "aws_error")),
-        )
-    )
+    raise OpenAIRefusal(
+        status if status < 500 else 502, str(error.get("Message", err)), str(error.get("Code", "aws_error"))
+    ) from err
+
+
+def _unreachable(err: BotoCoreError) -> OpenAIRefusal:
+    return OpenAIRefusal(502, f"could not reach the endpoint: {err}", "endpoint_unreachable")
 
 
 class SageMakerEndpoints:
@@ -58,11 +59,9 @@ class SageMakerEndpoints:
         try:
             response = self._client.invoke_endpoint(EndpointName=endpoint, Body=body, ContentType=JSON)
         except ClientError as err:
-            return _refused(err)
+            return _container_answer(err)
         except BotoCoreError as err:
-            return openai_error(
-                OpenAIRefusal(502, f"could not reach the endpoint: {err}", "endpoint_unreachable")
-            )
+            raise _unreachable(err) from err
         return Answer(200, response.get("ContentType", JSON), iter([response["Body"].read()]))
 
     def stream(self, endpoint: str, body: bytes) -> Answer:
@@ -72,15 +71,15 @@ class SageMakerEndpoints:
                 EndpointName=endpoint, Body=body, ContentType=JSON
             )
         except ClientError as err:
-            return _refused(err)
+            return _container_answer(err)
         except BotoCoreError as err:
-            return openai_error(
-                OpenAIRefusal(502, f"could not reach the endpoint: {err}", "endpoint_unreachable")
-            )
+            raise _unreachable(err) from err
+        events = response["Body"]
 
         def parts() -> Iterator[bytes]:
-            for event in response["Body"]:
-                if "PayloadPart" in event:
-                    yield event["PayloadPart"]["Bytes"]
+            with contextlib.closing(events):
+                for event in events:
+                    if "PayloadPart" in event:
+                        yield event["PayloadPart"]["Bytes"]
 
-        return Answer(200, response.get("ContentType", "application/octet-stream"), parts())
+        return Answer(200, response.get("ContentType", "application/octet-stream"), parts(), events.close)

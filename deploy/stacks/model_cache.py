@@ -1,5 +1,6 @@
-"""Model cache stack: a private, encrypted, TLS-only S3 bucket holding the weights and voices under
-`models/<model>/`, which SageMaker copies to `/opt/ml/model` before the container starts.
+"""Model cache stack: a private, encrypted, TLS-only S3 bucket holding an endpoint's weights and voices
+under its model prefix (`models/<endpoint>/`), which SageMaker copies to `/opt/ml/model` before the
+container starts.
 
 The bucket and its objects outlive `destroy` (RETAIN): the weights take a while to upload and cost
 cents to keep; the destroy command prints how to delete them.
@@ -7,22 +8,33 @@ cents to keep; the destroy command prints how to delete them.
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import dataclass
 
 from aws_cdk import CfnOutput, RemovalPolicy, Size, Stack
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
-from deploy.config import DeployConfig
-from deploy.naming import model_prefix
-from deploy.stacks.base import ModelData
+from deploy.model_dir import ModelSource
+from deploy.product import Endpoint
+
+
+@dataclass(frozen=True)
+class ModelData:
+    """Where a model's data is read from: the cache bucket and the key prefix (ends in `/`, as S3Prefix
+    requires)."""
+
+    bucket: s3.IBucket
+    prefix: str
+
+    @property
+    def uri(self) -> str:
+        return f"s3://{self.bucket.bucket_name}/{self.prefix}"
 
 
 class ModelCacheStack(Stack):
-    def __init__(self, scope: Construct, stack_id: str, *, config: DeployConfig, model_dir: Path):
-        super().__init__(scope, stack_id, description=f"{config.model}: model weights and voices in S3")
-        prefix = model_prefix(config.model)
+    def __init__(self, scope: Construct, stack_id: str, *, endpoint: Endpoint, model: ModelSource):
+        super().__init__(scope, stack_id, description=f"{endpoint.name}: model weights and voices in S3")
         self.bucket = s3.Bucket(
             self,
             "ModelBucket",
@@ -37,13 +49,13 @@ class ModelCacheStack(Stack):
         s3deploy.BucketDeployment(
             self,
             "ModelSync",
-            sources=[s3deploy.Source.asset(str(model_dir))],
+            sources=[s3deploy.Source.asset(str(model.directory))],
             destination_bucket=self.bucket,
-            destination_key_prefix=prefix,
+            destination_key_prefix=endpoint.model_prefix,
             memory_limit=1024,
             ephemeral_storage_size=Size.gibibytes(4),
             retain_on_delete=True,
         )
-        self.model_data = ModelData(self.bucket, prefix)
+        self.model_data = ModelData(self.bucket, endpoint.model_prefix)
         CfnOutput(self, "BucketName", value=self.bucket.bucket_name)
         CfnOutput(self, "ModelDataUri", value=self.model_data.uri)

@@ -10,10 +10,9 @@ ready replica that fails `unhealthy_probes` probes in a row (a frozen or wedged 
 the pending version once all its replicas are ready (then stops the old version's replicas), fails it
 when one of its replicas dies or a set is not ready after its startup timeout, and tears the resource
 down once it is being deleted (SIGTERM, SIGKILL after the grace period). What differs between the two
-kinds (the status names, the messages, where a startup timeout comes from) is a `Served` subclass:
-endpoints Creating/Updating -> InService, or Failed (InService again when an update fails); agent
-runtimes CREATING/UPDATING -> READY, or CREATE_FAILED/UPDATE_FAILED, with the reason. API calls and
-replica exits wake it at once; otherwise it runs every `reconcile_interval_s`.
+kinds (the status names, the messages, where a startup timeout comes from) is a `Served` subclass
+(served.py). API calls and replica exits wake it at once; otherwise it runs every
+`reconcile_interval_s`.
 """
 
 from __future__ import annotations
@@ -22,26 +21,17 @@ import asyncio
 import contextlib
 import logging
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Coroutine, Iterator
-from dataclasses import dataclass
-from typing import ClassVar
 
 import httpx
 
 from emulator.config import EmulatorConfig
 from emulator.controller import modeldata
 from emulator.controller.runtimes import Runtime, RuntimeUnavailable, StartRequest
-from emulator.controller.store import AgentRuntime, Deployment, Endpoint, Replica, Store
+from emulator.controller.served import Served, ServedEndpoint, ServedRuntime
+from emulator.controller.store import Replica, Store
 
 log = logging.getLogger("emulator.controller.reconcile")
-
-PING_FAILURE = (
-    "The primary container for production variant {variant} did not pass the ping health check. "
-    "Please check CloudWatch logs for this endpoint."
-)
-
-RUNTIME_FAILURE = "The agent runtime container did not pass the ping health check on port 8080"
 
 
 def restart_backoff(restarts: int) -> float:
@@ -55,126 +45,6 @@ def log_tail(replica: Replica, lines: int = 5) -> str:
     except OSError:
         return ""
     return " | ".join(line.strip() for line in text.splitlines()[-lines:] if line.strip())
-
-
-@dataclass(frozen=True)
-class ReplicaSet:
-    """Replicas of one version that come up together: one variant of an endpoint deployment, or the
-    one replica of an agent runtime version."""
-
-    replicas: list[Replica]
-    startup_timeout_s: float
-    failure: str
-    """What a failed start or a startup timeout of these replicas is reported as (the detail follows)."""
-
-
-class Served[V](ABC):
-    """An endpoint or an agent runtime as the replica state machine sees it: the resource, whose
-    `current` and `pending` versions are of type V, and what differs between the two kinds."""
-
-    kind: ClassVar[str]
-    """For the log."""
-    deleting: ClassVar[str]
-    """The status that asks for teardown."""
-    serving: ClassVar[str]
-    """The status once a pending version is promoted."""
-    unhealthy: ClassVar[str]
-    healthy_again: ClassVar[str]
-    """The events' messages when the serving version's replicas stop, and start again, answering /ping."""
-
-    def __init__(self, resource: Endpoint | AgentRuntime, config: EmulatorConfig) -> None:
-        self.resource = resource
-        self.config = config
-
-    @abstractmethod
-    def sets(self, version: V) -> list[ReplicaSet]: ...
-
-    @abstractmethod
-    def started(self) -> float:
-        """When the pending version began starting (time.monotonic)."""
-
-    @abstractmethod
-    def promote(self, version: V) -> tuple[str, str]:
-        """Record what promoting `version` changes beyond the shared fields; return the event's reason
-        and message."""
-
-    @abstractmethod
-    def failed(self) -> tuple[str, str]:
-        """The status and the event's reason when the pending version fails (it is already cleared)."""
-
-    @abstractmethod
-    def forget(self, store: Store) -> None:
-        """Remove the deleted resource from the store (unless a new one of the same name replaced it)."""
-
-    def versions(self) -> list[V]:
-        return [v for v in (self.resource.current, self.resource.pending) if v is not None]
-
-    def replicas(self, version: V) -> list[Replica]:
-        return [r for replica_set in self.sets(version) for r in replica_set.replicas]
-
-
-class ServedEndpoint(Served[Deployment]):
-    """A SageMaker endpoint: a version is a deployment of an endpoint config, one set per variant."""
-
-    kind = "endpoint"
-    deleting = "Deleting"
-    serving = "InService"
-    unhealthy = "no replica answers /ping"
-    healthy_again = "a replica answers /ping again"
-    resource: Endpoint
-
-    def sets(self, version: Deployment) -> list[ReplicaSet]:
-        return [
-            ReplicaSet(
-                deployed.replicas,
-                deployed.variant.startup_timeout_s or self.config.startup_timeout_s,
-                PING_FAILURE.format(variant=name),
-            )
-            for name, deployed in version.variants.items()
-        ]
-
-    def started(self) -> float:
-        assert self.resource.pending is not None
-        return self.resource.pending.started
-
-    def promote(self, version: Deployment) -> tuple[str, str]:
-        self.resource.config_name = version.config.name
-        return "InService", f"serving endpoint config {version.config.name}"
-
-    def failed(self) -> tuple[str, str]:
-        return ("Failed", "Failed") if self.resource.current is None else ("InService", "UpdateFailed")
-
-    def forget(self, store: Store) -> None:
-        if store.endpoints.get(self.resource.name) is self.resource:
-            del store.endpoints[self.resource.name]
-
-
-class ServedRuntime(Served[Replica]):
-    """An AgentCore agent runtime: a version is its one replica."""
-
-    kind = "agent runtime"
-    deleting = "DELETING"
-    serving = "READY"
-    unhealthy = "its replica does not answer /ping"
-    healthy_again = "its replica answers /ping again"
-    resource: AgentRuntime
-
-    def sets(self, version: Replica) -> list[ReplicaSet]:
-        return [ReplicaSet([version], self.config.startup_timeout_s, RUNTIME_FAILURE)]
-
-    def started(self) -> float:
-        return self.resource.started
-
-    def promote(self, version: Replica) -> tuple[str, str]:
-        return "Ready", f"serving version {self.resource.version}"
-
-    def failed(self) -> tuple[str, str]:
-        status = "CREATE_FAILED" if self.resource.current is None else "UPDATE_FAILED"
-        return status, status
-
-    def forget(self, store: Store) -> None:
-        if store.agent_runtimes.get(self.resource.id) is self.resource:
-            del store.agent_runtimes[self.resource.id]
 
 
 class Controller:

@@ -169,6 +169,10 @@ class AgentRuntime:
     endpoints: dict[str, RuntimeEndpoint] = field(default_factory=dict)
     deleting: asyncio.Task[None] | None = field(default=None, repr=False)
     healthy: bool = True
+    platform: str | None = None
+    """What its image is built for, as the engine said when the version was made (`linux/arm64`, or
+    `linux/amd64 for linux/arm64` for an image the emulator built in place of an arm64 one); None where
+    the runtime cannot tell (local commands)."""
 
 
 @dataclass

@@ -3,7 +3,8 @@
 
 `build.ensure_images(images, specs, ...)` builds each named image that the engine does not have, or
 whose sources changed since it was built (the `SOURCE_LABEL` it carries), from its Dockerfile
-(`ImageSpec.dockerfile`, relative to the repository root, which is the build context), and reports each
+(`ImageSpec.dockerfile`, relative to the repository root, which is the build context) and its build
+arguments (`ImageSpec.build_args`: one Dockerfile builds every model container's CPU image), and reports each
 build step through `progress`, as `docker compose up --build` does (unchanged steps come from the
 cache). Builds are offline- and proxy-friendly:
 

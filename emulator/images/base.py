@@ -22,12 +22,15 @@ import subprocess
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
 import docker.errors
 
-from emulator.images import ImageBuildError, Progress, image_exists, quiet
+from emulator.controller.runtimes import ImagePlatform
+from emulator.images import ImageBuildError, Progress, quiet
+from emulator.images.platforms import engine_platform
 
 DEFAULT_BASE = "python:3.12-slim"
 LOCAL_BASE = "voice-agent-aws/python-base:3.12-bookworm"
@@ -53,7 +56,7 @@ BASE_CACHE = Path("~/.cache/voice-agent-aws/base-image")
 # Left out of the copied Python: 127 MB of its own tests, and whatever was pip-installed into it.
 _PYTHON_EXCLUDES = (f"python{PYTHON_SERIES}/test", f"python{PYTHON_SERIES}/site-packages")
 # The modules that load shared libraries, and a virtual environment with pip (what the Dockerfiles make).
-_SMOKE_TEST = (
+SMOKE_TEST = (
     "import ssl, ctypes, sqlite3, bz2, lzma, zlib, uuid, subprocess, venv; "
     "venv.create('/tmp/smoke-venv', with_pip=True); "
     "subprocess.run(['/tmp/smoke-venv/bin/python', '-c', 'import ssl, pip'], check=True)"
@@ -111,7 +114,7 @@ def _copy_python(python: Path, rootfs: Path) -> None:
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(python / "bin" / f"python{PYTHON_SERIES}")
     check = subprocess.run(  # as a user other than root, as the agent's image runs
-        ["chroot", "--userspec=1000:1000", str(rootfs), "/usr/local/bin/python3", "-c", _SMOKE_TEST],
+        ["chroot", "--userspec=1000:1000", str(rootfs), "/usr/local/bin/python3", "-c", SMOKE_TEST],
         capture_output=True,
         text=True,
         check=False,
@@ -121,6 +124,14 @@ def _copy_python(python: Path, rootfs: Path) -> None:
         raise ImageBuildError(
             f"{python} does not run on Debian {DEBIAN_SUITE}'s libraries: {check.stderr.strip()[-500:]}"
         )
+
+
+def bootstrap(argv: list[str]) -> None:
+    """Run a root-filesystem maker (debootstrap, mmdebstrap); ImageBuildError with its last lines."""
+    result = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-10:])
+        raise ImageBuildError(f"{Path(argv[0]).name} failed (status {result.returncode}):\n{tail}")
 
 
 def _local_base_is_current(client: docker.DockerClient) -> bool:
@@ -150,18 +161,8 @@ def _rootfs_tarball(progress: Progress) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="base-rootfs-", dir=cache) as tmp:
         rootfs = Path(tmp) / "rootfs"
-        argv = [
-            debootstrap,
-            "--variant=minbase",
-            f"--include={','.join(DEBIAN_PACKAGES)}",
-            DEBIAN_SUITE,
-            str(rootfs),
-            DEBIAN_MIRROR,
-        ]
-        result = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-10:])
-            raise ImageBuildError(f"debootstrap failed (status {result.returncode}):\n{tail}")
+        include = f"--include={','.join(DEBIAN_PACKAGES)}"
+        bootstrap([debootstrap, "--variant=minbase", include, DEBIAN_SUITE, str(rootfs), DEBIAN_MIRROR])
         _copy_python(machine_python(), rootfs)
         for cached in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for item in (rootfs / cached).glob("*"):
@@ -191,16 +192,34 @@ def build_local_base(client: docker.DockerClient, progress: Progress = quiet) ->
     return LOCAL_BASE
 
 
-def resolve_base(client: docker.DockerClient, wanted: str = DEFAULT_BASE, progress: Progress = quiet) -> str:
-    """`wanted` when present or pullable, else the local Debian base (built once, then reused)."""
-    if image_exists(client, wanted):
+def present_for(client: docker.DockerClient, image: str, platform: str) -> bool:
+    """`image` is in the engine, built for `platform` (one tag holds one platform's image)."""
+    try:
+        return ImagePlatform.from_inspect(client.api.inspect_image(image)).platform == platform
+    except docker.errors.ImageNotFound:
+        return False
+
+
+def pulled_or_local(
+    client: docker.DockerClient, wanted: str, platform: str, progress: Progress, local: Callable[[], str]
+) -> str:
+    """`wanted` for `platform` when present or pullable, else `local()`: a local base, made once."""
+    if present_for(client, wanted, platform):
         return wanted
     repository, _, tag = wanted.partition(":")
     try:
-        client.images.pull(repository, tag=tag or "latest")
+        client.images.pull(repository, tag=tag or "latest", platform=platform)
         return wanted
     except docker.errors.APIError as exc:
-        progress(f"cannot pull {wanted} ({exc.explanation or exc}); using a local Debian base")
-    if _local_base_is_current(client):
-        return LOCAL_BASE
-    return build_local_base(client, progress)
+        progress(f"cannot pull {wanted} for {platform} ({exc.explanation or exc}); using a local Debian base")
+    return local()
+
+
+def resolve_base(client: docker.DockerClient, wanted: str = DEFAULT_BASE, progress: Progress = quiet) -> str:
+    """`wanted` for the engine's platform when present or pullable, else the local Debian base (built
+    once, then reused). (linux/arm64 on an amd64 engine: arm64_base.py.)"""
+
+    def local() -> str:
+        return LOCAL_BASE if _local_base_is_current(client) else build_local_base(client, progress)
+
+    return pulled_or_local(client, wanted, engine_platform(client), progress, local)

@@ -35,12 +35,6 @@ def event_stream_input[View: Callable[..., Any]](view: View) -> View:
     return view
 
 
-def unsigned[View: Callable[..., Any]](view: View) -> View:
-    """Mark a view that is no AWS API (OpenAI's routes, emulator/openai_routes.py): no signature."""
-    view.unsigned = True  # type: ignore[attr-defined]
-    return view
-
-
 def install(app: Quart, config: EmulatorConfig) -> None:
     """Verify every AWS request's signature before its route runs (nothing when no keys are set)."""
 
@@ -49,8 +43,6 @@ def install(app: Quart, config: EmulatorConfig) -> None:
         if not config.sigv4_keys or request.path.startswith(OPERATOR_PREFIX):
             return
         view = current_app.view_functions.get(request.endpoint or "")
-        if getattr(view, "unsigned", False):
-            return
         check_headers(config.sigv4_keys, list(request.headers.items()))
         bodies.apply_limit()
         streaming = getattr(view, "event_stream_input", False)

@@ -49,7 +49,7 @@ def json_protocol_error(err: AwsError) -> Response:
     """awsJson1.1 (the SageMaker control plane)."""
     body = {"__type": err.code, "message": err.message, **err.members}
     return Response(
-        json.dumps(body),
+        json.dumps(body, allow_nan=False),
         status=err.status,
         content_type="application/x-amz-json-1.1",
         headers={"x-amzn-RequestId": request_id(), "x-amzn-ErrorType": err.code},
@@ -62,7 +62,7 @@ def rest_json_error(err: AwsError, message_member: str = "Message") -> Response:
     SageMaker names the message `Message`, Bedrock `message` (botocore reads either)."""
     body = {message_member: err.message, **err.members}
     return Response(
-        json.dumps(body),
+        json.dumps(body, allow_nan=False),
         status=err.status,
         content_type="application/json",
         headers={"x-amzn-RequestId": request_id(), "x-amzn-ErrorType": err.code},

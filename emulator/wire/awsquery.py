@@ -8,17 +8,28 @@ flattened members (`Tags.member.1.Key=...`) arrive as the nested dicts and lists
 and the dict an operation returns is written as the XML botocore parses back into the same shape.
 Each service is served under its own path (`/sts/`, `/cloudformation/`; boto3 keeps the path of
 `AWS_ENDPOINT_URL_<SERVICE>`), because `POST /` is awsJson1.1's.
+
+Every request is checked against the service's botocore model before its operation runs
+(emulator.wire.validation, reading the form's strings as the model's types), so an operation sees only
+what AWS lets through: `Parameters=x` or `Tags.member.1.Key.a=1` used to reach CreateStack, whose
+AttributeError was a 500 in JSON, which boto3 cannot parse from a query service. Every error, an
+unexpected one included (`InternalFailure`, 500), is answered in the service's XML envelope.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from quart import Blueprint, Response, request
+from werkzeug.exceptions import HTTPException
 
 from emulator.wire.awserrors import AwsError, query_error, render_errors, request_id, xml_text
 from emulator.wire.awsjson import Operation
+from emulator.wire.validation import RequestValidator, ServiceModel
+
+logger = logging.getLogger("emulator.wire.awsquery")
 
 
 def unflatten(form: Mapping[str, str]) -> dict[str, Any]:
@@ -58,24 +69,44 @@ def to_xml(value: Any) -> str:
 
 
 def aws_query_blueprint(
-    name: str, path: str, namespace: str, operations: Mapping[str, Operation]
+    name: str, path: str, namespace: str, operations: Mapping[str, Operation], model: str
 ) -> Blueprint:
-    """`POST path` for one service: `Action` -> operation, its result in the service's XML envelope."""
+    """`POST path` for one service: `Action` -> operation, checked against botocore's `model` (boto3's
+    name of the service), its result in the service's XML envelope."""
     bp = Blueprint(name, __name__)
-    render_errors(bp, lambda err: query_error(err, namespace))
+
+    def render(err: AwsError) -> Response:
+        return query_error(err, namespace)
+
+    render_errors(bp, render)
+    query_codes = ServiceModel(model, invalid_code="ValidationError", type_code="ValidationError")
+    validator = RequestValidator({name: query_codes}, query=True)
+
+    async def unexpected(err: Exception) -> Response:
+        if isinstance(err, HTTPException):  # what the form's reader refused
+            return render(AwsError(type(err).__name__, err.description or str(err), err.code or 400))
+        logger.exception("unexpected failure serving %s %s", request.method, request.path, exc_info=err)
+        return render(AwsError("InternalFailure", f"internal error: {err!r}", 500))
+
+    bp.register_error_handler(Exception, unexpected)
 
     @bp.post(path)
     async def dispatch() -> Response:
-        params = unflatten(await request.form)
-        action = str(params.pop("Action", ""))
-        params.pop("Version", None)
-        handler = operations.get(action)
+        form = await request.form
         try:
+            try:
+                params = unflatten(form)
+            except RecursionError as exc:
+                raise AwsError("MalformedQueryString", "a parameter's name nests too deep") from exc
+            action = str(params.pop("Action", ""))
+            params.pop("Version", None)
+            handler = operations.get(action)
             if handler is None:
                 raise AwsError("InvalidAction", f"{name} action {action or '(none)'} is not emulated")
+            validator.check(name, action, params)
             result = handler(params)
         except AwsError as err:
-            return query_error(err, namespace)
+            return render(err)
         body = (
             f'<{action}Response xmlns="{namespace}"><{action}Result>{to_xml(result)}</{action}Result>'
             f"<ResponseMetadata><RequestId>{request_id()}</RequestId></ResponseMetadata></{action}Response>"

@@ -15,7 +15,7 @@ import struct
 import uuid
 import zlib
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 HeaderValue = bool | int | bytes | str | datetime | uuid.UUID
 
@@ -23,6 +23,7 @@ _PRELUDE = struct.Struct(">II")
 _CRC = struct.Struct(">I")
 MAX_HEADERS_LENGTH = 128 * 1024
 MAX_PAYLOAD_LENGTH = 16 * 1024 * 1024
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class EventStreamError(ValueError):
@@ -90,10 +91,17 @@ def _encode_header(name: str, value: HeaderValue | Int8 | Int16 | Int64) -> byte
             data = value.encode()
             return out + struct.pack(">BH", 7, len(data)) + data
         case datetime():
-            return out + struct.pack(">Bq", 8, int(value.timestamp() * 1000))
+            return out + struct.pack(">Bq", 8, _millis(value))
         case uuid.UUID():
             return out + b"\x09" + value.bytes
     raise TypeError(f"unsupported event-stream header value for {name!r}: {type(value).__name__}")
+
+
+def _millis(value: datetime) -> int:
+    """A timestamp header's milliseconds since the epoch, counted exactly: through a float second,
+    2107-01-01T00:00:00.006 came back as .005 (its float is 4323283200.0059995)."""
+    aware = value if value.tzinfo is not None else value.astimezone()  # naive is local, as .timestamp()
+    return (aware - EPOCH) // timedelta(milliseconds=1)
 
 
 def encode(headers: dict[str, HeaderValue | Int8 | Int16 | Int64], payload: bytes = b"") -> bytes:
@@ -166,7 +174,7 @@ def _decode_headers(raw: bytes) -> dict[str, HeaderValue]:
                     pos += 2 + length
                 case 8:
                     (millis,) = struct.unpack_from(">q", raw, pos)
-                    value = datetime.fromtimestamp(millis / 1000, tz=UTC)
+                    value = EPOCH + timedelta(milliseconds=millis)
                     pos += 8
                 case 9:
                     value = uuid.UUID(bytes=raw[pos : pos + 16])

@@ -61,7 +61,7 @@ def rest_json_blueprint(
         except AwsError as err:
             return render(err)
         return Response(
-            json.dumps(result),
+            json.dumps(result, allow_nan=False),
             status=status,
             content_type="application/json",
             headers={"x-amzn-RequestId": request_id()},

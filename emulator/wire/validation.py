@@ -1,4 +1,5 @@
-"""Requests checked against botocore's service model, written once for every awsJson1.1 service.
+"""Requests checked against botocore's service model, written once for every awsJson1.1 and awsQuery
+service.
 
 AWS checks every request against its model before an operation runs: a member of the wrong JSON type
 is a `SerializationException` (what Coral answers, "... can not be converted to a String"), a missing
@@ -10,6 +11,14 @@ only see what AWS would have let through, and store nothing a later reader (`emu
 print. Members the model does not name are ignored, as AWS ignores them. Where the emulator means to
 accept more than AWS (SageMaker's model data as a local path, since S3 cannot be reached), the service
 names the shapes whose pattern it widens (`ServiceModel.widened`), and nothing else is widened.
+
+The awsQuery services (STS, CloudFormation) are checked the same way on the request their form
+unflattens to (emulator.wire.awsquery.unflatten), whose every value is a string: a number member must
+read as one (`TimeoutInMinutes=ten` is refused, as is an integer beyond 32 bits), a boolean as `true` or
+`false`, a list or structure must have come as `X.member.N` or `X.Member`; every refusal is then the
+query protocol's `ValidationError`. In JSON, an integer member beyond the model's 32 bits (`integer`)
+or 64 (`long`), or a 400-digit number where a double belongs, is refused as a wrong type too: it used
+to reach the operation, whose `float()` raised OverflowError, a 500.
 
 The model's patterns are Java regular expressions: they are compiled with the `regex` module (Unicode
 properties, as Java has them) after translating what it reads differently: Java's POSIX classes
@@ -141,13 +150,70 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "double": (int, float),
     "timestamp": (int, float, str),
 }
+_INTEGER_BITS = {"integer": 31, "long": 63}
+_NUMBERS = ("integer", "long", "float", "double")
+_QUERY_INTEGER = regex.compile(r"[-+]?[0-9]{1,20}")
 
 
-def _type_error(path: str, shape: Shape, value: Any) -> AwsError:
+def _reads_as_float(value: int | str) -> bool:
+    """Whether `value` converts to a float: an integer of 400 digits does not, nor a word."""
+    try:
+        float(value)
+    except (ValueError, OverflowError):
+        return False
+    return True
+
+
+def _fits(kind: str, value: int) -> bool:
+    """An integer within the model type's range (a double's, for a float member)."""
+    if kind in _INTEGER_BITS:
+        return -(2 ** _INTEGER_BITS[kind]) <= value < 2 ** _INTEGER_BITS[kind]
+    return _reads_as_float(value)
+
+
+def _reads_json(kind: str, value: Any) -> bool:
+    """Whether a JSON value is of the member's type."""
+    if not isinstance(value, _JSON_TYPES.get(kind, (object,))) or (
+        kind != "boolean" and isinstance(value, bool)
+    ):
+        return False
+    return not (kind in _NUMBERS and isinstance(value, int)) or _fits(kind, value)
+
+
+def _reads_query(kind: str, value: Any) -> bool:
+    """Whether a query form's value (a string, or what `X.member.N`/`X.Y` unflattened to) is of the
+    member's type; `X=` (an empty string) is an empty list."""
+    if kind in ("structure", "map"):
+        return isinstance(value, dict)
+    if kind == "list":
+        return isinstance(value, list) or value == ""
+    if not isinstance(value, str):
+        return False
+    if kind == "boolean":
+        return value in ("true", "false")
+    if kind in _INTEGER_BITS:
+        return _QUERY_INTEGER.fullmatch(value) is not None and _fits(kind, int(value))
+    return kind not in _NUMBERS or _reads_as_float(value)
+
+
+def _as_number(kind: str, value: Any) -> float:
+    """A number member's value as a number (a query form's string read)."""
+    if isinstance(value, str):
+        return int(value) if kind in _INTEGER_BITS else float(value)
+    return value
+
+
+def _type_error(path: str, shape: Shape, value: Any, code: str) -> AwsError:
     found = type(value).__name__ if value is not None else "null"
+    shown = f" {_shown(value)}" if isinstance(value, str) else ""
+    beyond = ""
+    if isinstance(value, int) and not isinstance(value, bool) and shape.type_name in _NUMBERS:
+        beyond = (
+            f": {'a double' if shape.type_name in ('float', 'double') else shape.type_name} cannot hold it"
+        )
     return AwsError(
-        "SerializationException",
-        f"{found} value at '{path}' can not be converted to {shape.type_name} ({shape.name})",
+        code,
+        f"{found} value{shown} at '{path}' can not be converted to {shape.type_name} ({shape.name}){beyond}",
     )
 
 
@@ -158,25 +224,33 @@ class ServiceModel:
 
     name: str
     widened: Mapping[str, str] = field(default_factory=dict)
+    invalid_code: str = "ValidationException"
+    """The code of a request the model refuses: AWS's JSON `ValidationException`, or the query
+    protocol's `ValidationError` (CloudWatch answers its JSON protocol with its query codes)."""
+    type_code: str = "SerializationException"
+    """The code of a member of the wrong type: what Coral's JSON reader answers, `ValidationError` for a
+    query service (its form has no types to mismatch, only values that do not read as one)."""
 
 
 class RequestValidator:
-    """Checks awsJson1.1 request bodies against the operations of botocore's models, by target prefix."""
+    """Checks request bodies against the operations of botocore's models, by target prefix (awsJson) or
+    service name (awsQuery: `query=True`, every value a string)."""
 
-    def __init__(self, models: Mapping[str, ServiceModel | str]) -> None:
+    def __init__(self, models: Mapping[str, ServiceModel | str], *, query: bool = False) -> None:
         """`models`: target prefix -> the service's model (`SageMaker` -> `sagemaker`)."""
         self._models = {
             prefix: model if isinstance(model, ServiceModel) else ServiceModel(model)
             for prefix, model in models.items()
         }
-        self._widened: Mapping[str, str] = {}
+        self._reads = _reads_query if query else _reads_json
+        self._service = ServiceModel("")
 
     def check(self, prefix: str, operation: str, body: Mapping[str, Any]) -> None:
         """Raise AWS's error for a body the model refuses; a prefix with no model is not checked."""
         service = self._models.get(prefix)
         if service is None:
             return
-        self._widened = service.widened
+        self._service = service
         model = service_model(service.name)
         if operation not in model.operation_names:
             return
@@ -188,7 +262,7 @@ class RequestValidator:
         if report.total:
             plural = "error" if report.total == 1 else "errors"
             raise AwsError(
-                "ValidationException",
+                service.invalid_code,
                 f"{report.total} validation {plural} detected: {'; '.join(report.violations)}",
             )
 
@@ -198,9 +272,8 @@ class RequestValidator:
         while pending:
             shape, value, path = pending.pop()
             kind = shape.type_name
-            allowed = _JSON_TYPES.get(kind, (object,))
-            if not isinstance(value, allowed) or (kind != "boolean" and isinstance(value, bool)):
-                raise _type_error(path or shape.name, shape, value)
+            if not self._reads(kind, value):
+                raise _type_error(path or shape.name, shape, value, self._service.type_code)
             if kind == "structure":
                 for name in shape.required_members:
                     if value.get(name) is None:
@@ -210,7 +283,7 @@ class RequestValidator:
                     for name, member in shape.members.items()
                     if value.get(name) is not None
                 )
-            elif kind == "list":
+            elif kind == "list" and value != "":
                 self._length(shape, value, path, report)
                 pending.extend(
                     (shape.member, item, f"{path}.{index}.member")
@@ -223,8 +296,8 @@ class RequestValidator:
                     pending.append((shape.value, item, f"{path}.{key}"))
             elif kind in ("string", "blob"):
                 self._string(shape, value, path, report)
-            elif kind in ("integer", "long", "float", "double"):
-                self._number(shape, value, path, report)
+            elif kind in _NUMBERS:
+                self._number(shape, _as_number(kind, value), path, report)
 
     @staticmethod
     def _length(shape: Shape, value: Any, path: str, report: _Report) -> None:
@@ -242,7 +315,7 @@ class RequestValidator:
             report.add(path, value, f"Member must satisfy enum value set: [{', '.join(enum)}]")
         pattern = shape.metadata.get("pattern")
         if pattern and report.total == before and shape.type_name == "string":
-            widened = self._widened.get(shape.name)
+            widened = self._service.widened.get(shape.name)
             if not _matches(pattern, value) and not (widened and _matches(widened, value)):
                 report.add(path, value, f"Member must satisfy regular expression pattern: {pattern}")
 

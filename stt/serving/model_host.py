@@ -1,4 +1,5 @@
-"""What holds the loaded models in a running container: Whisper, Silero VAD, and whether they are ready.
+"""What holds the loaded models in a running container: Whisper, Silero VAD, Smart Turn (unless
+`STT_TURN_MODEL=off`), and whether they are ready.
 
 They load in a background thread after the server starts listening (SageMaker expects the container to
 accept connections at once and reads `/ping` 200 as "ready"), then one decode warms Whisper up so the
@@ -9,7 +10,8 @@ priority: a live stream's finals first, then its partials, then whole clips (`PO
 user's turn is never queued behind another stream's partial, nor a live transcript behind a long clip.
 A clip is decoded window by window (`clip_windows`, cut at the quietest moment near each 28 s), each
 window a decode of its own, so live decodes go in between: a 119 s clip decoded whole held another
-user's live transcript 7.6 s, and its memory grew 241 MB.
+user's live transcript 7.6 s, and its memory grew 241 MB. The turn model runs beside them
+(`turn_complete`, one thread of its own, ~45 ms), so its verdict is in before the decode.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from container_kit import container
 from facts import STT_SAMPLE_RATE
 from stt.config import STTConfig
+from stt.engines.smart_turn import SmartTurn
 from stt.engines.vad import SileroVad
-from stt.engines.weights import silero_vad_onnx
+from stt.engines.weights import silero_vad_onnx, smart_turn_onnx
 from stt.engines.whisper import Transcriber, Transcript
 
 log = logging.getLogger("stt.serving.model_host")
@@ -54,12 +58,12 @@ def clip_windows(samples: np.ndarray) -> list[tuple[int, int]]:
 
 
 @dataclass
-class ModelHost:
+class ModelHost(container.ModelHost):
+    loading = "models are loading"
     config: STTConfig
     transcriber: Transcriber | None = None
     vad: SileroVad | None = None
-    load_error: str | None = None
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    turn_model: SmartTurn | None = None
     _turn: asyncio.Condition = field(default_factory=asyncio.Condition)
     _busy: bool = False
     _waiting: list[int] = field(default_factory=lambda: [0, 0, 0])
@@ -67,6 +71,10 @@ class ModelHost:
     async def load(self) -> None:
         try:
             vad = await asyncio.to_thread(SileroVad, silero_vad_onnx())
+            if self.config.turn_model == "smart-turn":
+                graph = await asyncio.to_thread(smart_turn_onnx, self.config.cache_dir)
+                self.turn_model = await asyncio.to_thread(SmartTurn, graph)
+                await asyncio.to_thread(self.turn_model.complete, np.zeros(STT_SAMPLE_RATE, np.float32))
             transcriber = await asyncio.to_thread(Transcriber, self.config)
             started = time.perf_counter()
             await asyncio.to_thread(transcriber.transcribe, np.zeros(STT_SAMPLE_RATE, np.float32), words=True)
@@ -84,6 +92,12 @@ class ModelHost:
             warm,
         )
         self.ready.set()
+
+    async def turn_complete(self, samples: np.ndarray) -> float | None:
+        """Smart Turn's probability that `samples` is a finished turn; None with the turn model off."""
+        if self.turn_model is None:
+            return None
+        return await asyncio.to_thread(self.turn_model.complete, samples)
 
     async def decode(self, samples: np.ndarray, *, final: bool, offset_ms: int = 0) -> Transcript:
         """A live stream's decode, off the event loop: a final, or a partial (no word timings)."""

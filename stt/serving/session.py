@@ -7,9 +7,14 @@ audio goes through the VAD's turn tracker (`stt/turns.py`) as it arrives:
 - `speech_started` as soon as speech is confirmed (a client barges in on it);
 - `partial` while the user talks: the growing utterance re-decoded at most every `partial_interval_ms`,
   one decode in flight at a time, so a slower machine simply gets fewer partials;
-- `final` per utterance, with its words, after `end_of_turn_ms` of silence. Its decode starts when the
-  tracker says the speech paused (`SpeechPaused`, `speech_pad_ms` into the silence), and is used when the
-  utterance ends with that same audio: the user waits for the end of turn and only the rest of the decode.
+- `pause` when the speech pauses for `turn_check_ms` (`SpeechPaused`): the final decode of the audio the
+  utterance ends with if it ends here starts at once, and beside it the turn model (Smart Turn) judges
+  whether it sounds finished; with both in, `pause` says what the transcript is, how finished it sounds
+  and whether the turn ends here (`stt.turns.ends_turn`: on sound and meaning). `speech_resumed` when
+  speech comes back after a pause;
+- `final` per utterance, with its words: at the pause that ends the turn (the decode already made is
+  its transcript), or after `end_of_turn_ms` of silence whatever the turn model said (the same early
+  decode, when the utterance ends with the same audio).
 
 `{"type": "end"}` finishes the open utterance, sends every final, then `done`, and closes the stream.
 Bad input is answered with an `error` frame and the session goes on.
@@ -28,7 +33,17 @@ from facts import SAMPLE_BYTES
 from stt.config import STTConfig
 from stt.engines.whisper import Transcript
 from stt.serving.model_host import ModelHost
-from stt.turns import SpeechPaused, SpeechStarted, TurnEvent, TurnPolicy, TurnTracker, UtteranceEnded
+from stt.turns import (
+    SpeechPaused,
+    SpeechResumed,
+    SpeechStarted,
+    TurnEvent,
+    TurnPolicy,
+    TurnTracker,
+    UtteranceEnded,
+    ends_turn,
+    reads_finished,
+)
 from stt.wire import protocol
 from stt.wire.protocol import End, ProtocolError, looks_like_control, parse_control, pcm_samples
 
@@ -46,6 +61,10 @@ class Session:
         self._ws = websocket
         self._host = host
         self._turns = TurnTracker(TurnPolicy.from_config(config), host.vad.stream().probability)
+        self._turn_complete = config.turn_complete
+        self._tracking = asyncio.Lock()
+        """Held while the tracker is fed (in a worker thread) and while a pause's verdict ends a turn."""
+        self._judging: asyncio.Task[None] | None = None
         self._partial_interval_s = config.partial_interval_ms / 1000
         self._odd = b""
         self._ended = False
@@ -75,8 +94,9 @@ class Session:
         except WebSocketDisconnect:
             pass
         finally:
-            if self._partial is not None:
-                self._partial.cancel()
+            for task in (self._partial, self._judging):
+                if task is not None:
+                    task.cancel()
             self._drop_early()
             if not self._ended:
                 for task in self._finals:
@@ -99,7 +119,9 @@ class Session:
         if not isinstance(message, End):
             return False  # a valid `start`: the audio is what the container reads
         self._ended = True
-        await self._on_events(self._turns.finish())
+        await self._verdict()
+        async with self._tracking:
+            await self._on_events(self._turns.finish())
         if self._partial is not None:
             self._partial.cancel()
         await asyncio.gather(*self._finals, return_exceptions=True)
@@ -115,8 +137,10 @@ class Session:
         whole = len(data) // SAMPLE_BYTES * SAMPLE_BYTES
         self._odd = data[whole:]
         if whole:
-            events = await asyncio.to_thread(self._turns.feed, pcm_samples(data[:whole]))
-            await self._on_events(events)
+            await self._verdict()
+            async with self._tracking:
+                events = await asyncio.to_thread(self._turns.feed, pcm_samples(data[:whole]))
+                await self._on_events(events)
         self._maybe_partial()
 
     async def _on_events(self, events: list[TurnEvent]) -> None:
@@ -126,14 +150,55 @@ class Session:
                 await self._send(protocol.speech_started(event.utterance, event.start_ms))
             elif isinstance(event, SpeechPaused):
                 self._drop_early()
-                decode = self._host.decode(event.samples, final=True, offset_ms=event.start_ms)
-                self._early = (event, asyncio.create_task(decode))
+                decode = asyncio.create_task(
+                    self._host.decode(event.samples, final=True, offset_ms=event.start_ms)
+                )
+                self._early = (event, decode)
+                self._judging = asyncio.create_task(self._judge(event, decode))
+            elif isinstance(event, SpeechResumed):
+                self._stop_judging()
+                await self._send(protocol.speech_resumed(event.utterance))
             else:
+                self._stop_judging()
                 if self._partial is not None:
                     self._partial.cancel()
                     self._partial = None
                 previous = self._finals[-1] if self._finals else None
                 self._finals.append(asyncio.create_task(self._final(event, previous, self._early_for(event))))
+
+    async def _verdict(self) -> None:
+        """Wait for the pause being judged, so its verdict applies where it was asked, however fast the
+        audio comes: a file streamed faster than real time is cut as the same speech spoken would be. In
+        real time the audio waits at most the decode (the speech-to-text reads it in a burst after)."""
+        if self._judging is not None and not self._judging.done():
+            await asyncio.gather(asyncio.shield(self._judging), return_exceptions=True)
+
+    def _stop_judging(self) -> None:
+        """The pause being judged is over (the verdict that ended the turn is the caller: left alone)."""
+        if self._judging is not None and self._judging is not asyncio.current_task():
+            self._judging.cancel()
+
+    async def _judge(self, paused: SpeechPaused, decode: asyncio.Task[Transcript]) -> None:
+        """The pause's verdict, once the turn model and the decode are in (the model's ~45 ms is inside
+        the decode's 150-400 ms): `pause` out, and the turn ended here when it sounds finished. The audio
+        after the pause waits for it (`_verdict`), so nothing else ends the pause first; a session that
+        ends cancels it (the decode goes on by itself, `_forget`)."""
+        try:
+            complete = await self._host.turn_complete(paused.samples)
+            transcript = await asyncio.shield(decode)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("judging a pause failed: the turn ends at end_of_turn_ms")
+            return
+        ends = complete is not None and ends_turn(complete, transcript.text, self._turn_complete)
+        async with self._tracking:
+            if self._early is None or self._early[0] is not paused:
+                return  # the pause is over: speech came back, or the bound ended the utterance
+            finished = reads_finished(transcript.text)
+            await self._send(protocol.pause(paused.utterance, transcript.text, complete, finished, ends))
+            if ends and (ended := self._turns.end_turn(paused.utterance)) is not None:
+                await self._on_events([ended])
 
     def _early_for(self, ended: UtteranceEnded) -> asyncio.Task[Transcript] | None:
         """The early decode of exactly `ended`'s audio (the same utterance, start and length), if any."""

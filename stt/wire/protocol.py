@@ -16,23 +16,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from container_kit.errors import RequestError
+from container_kit.messages import message_text, shown
 from facts import CHANNELS, SAMPLE_BYTES, STT_SAMPLE_RATE
 
 PCM_MEDIA_TYPES = ("audio/pcm", "audio/l16", "application/octet-stream")
 WAV_MEDIA_TYPES = ("audio/wav", "audio/wave", "audio/x-wav", "audio/vnd.wave")
-_SHOWN_CHARS = 40
 
 
-class ProtocolError(ValueError):
-    """Input the container cannot act on; `code` is stable, `message` is for people."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-    def to_json(self) -> dict[str, object]:
-        return {"type": "error", "code": self.code, "message": self.message}
+class ProtocolError(RequestError):
+    """Input the container cannot act on: the kit's typed error, raised by this wire's rules."""
 
 
 @dataclass(frozen=True)
@@ -50,18 +43,13 @@ class End:
 Control = Start | End
 
 
-def _show(value: object) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= _SHOWN_CHARS else f"{shown[:_SHOWN_CHARS]}... ({len(shown)} chars)"
-
-
 def _check_rate(rate: object) -> int:
     if isinstance(rate, bool) or not isinstance(rate, int):
         raise ProtocolError("invalid_field", "'sample_rate' must be an integer")
     if rate != STT_SAMPLE_RATE:
         raise ProtocolError(
             "unsupported_sample_rate",
-            f"audio must be {STT_SAMPLE_RATE} Hz mono s16le PCM, got {_show(rate)} Hz",
+            f"audio must be {STT_SAMPLE_RATE} Hz mono s16le PCM, got {shown(rate)} Hz",
         )
     return rate
 
@@ -69,13 +57,9 @@ def _check_rate(rate: object) -> int:
 def parse_control(raw: str | bytes) -> Control:
     """One JSON control message (a TEXT frame, or a BINARY one that looks like JSON) -> typed, or
     ProtocolError."""
-    if isinstance(raw, bytes):
-        try:
-            raw = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ProtocolError("invalid_utf8", f"message is not UTF-8 (byte {exc.start})") from None
+    text = message_text(raw, ProtocolError)
     try:
-        obj = json.loads(raw)
+        obj = json.loads(text)
     except (json.JSONDecodeError, RecursionError, ValueError):
         raise ProtocolError("invalid_json", "control message is not JSON") from None
     if not isinstance(obj, dict):
@@ -87,12 +71,12 @@ def parse_control(raw: str | bytes) -> Control:
         fmt = obj.get("format", "pcm_s16le")
         if fmt != "pcm_s16le":
             raise ProtocolError(
-                "unsupported_sample_format", f"unknown format {_show(fmt)}; send pcm_s16le (16-bit PCM)"
+                "unsupported_sample_format", f"unknown format {shown(fmt)}; send pcm_s16le (16-bit PCM)"
             )
         if obj.get("channels", CHANNELS) != CHANNELS:
-            raise ProtocolError("unsupported_channels", f"audio must be mono, got {_show(obj['channels'])}")
+            raise ProtocolError("unsupported_channels", f"audio must be mono, got {shown(obj['channels'])}")
         return Start(_check_rate(obj.get("sample_rate", STT_SAMPLE_RATE)))
-    raise ProtocolError("unknown_type", f"unknown message type {_show(kind)}; expected start or end")
+    raise ProtocolError("unknown_type", f"unknown message type {shown(kind)}; expected start or end")
 
 
 def looks_like_control(frame: bytes) -> bool:
@@ -160,7 +144,7 @@ def parse_clip(body: bytes, content_type: str | None, max_seconds: int) -> np.nd
     else:
         raise ProtocolError(
             "unsupported_media_type",
-            f"Content-Type {_show(media_type)} is not accepted; send audio/wav or audio/pcm "
+            f"Content-Type {shown(media_type)} is not accepted; send audio/wav or audio/pcm "
             f"({STT_SAMPLE_RATE} Hz mono s16le)",
         )
     if len(pcm) % SAMPLE_BYTES:
@@ -195,6 +179,30 @@ def transcript(text: str, words: list[Word], duration_ms: int) -> dict[str, obje
 def speech_started(utterance: int, start_ms: int) -> dict[str, object]:
     """The VAD heard speech begin: a client uses it to barge in before any text exists."""
     return {"type": "speech_started", "utterance": utterance, "start_ms": start_ms}
+
+
+def pause(
+    utterance: int, text: str, complete: float | None, reads_finished: bool, ends: bool
+) -> dict[str, object]:
+    """The user paused (`STT_TURN_CHECK_MS` of silence): `text` is the utterance's transcript if it ends
+    in this pause, `complete` the turn model's probability that it sounds finished (None with the turn
+    model off), `reads_finished` whether the words could be a whole turn (not ending on "the", "to",
+    "um" ...), `ends` whether the turn ends here (its final follows at once). A client may start on
+    `text` before the turn is certain (`speech_resumed` says it was not the end)."""
+    shown = None if complete is None else round(complete, 3)
+    return {
+        "type": "pause",
+        "utterance": utterance,
+        "text": text,
+        "complete": shown,
+        "reads_finished": reads_finished,
+        "ends": ends,
+    }
+
+
+def speech_resumed(utterance: int) -> dict[str, object]:
+    """Speech came back after a `pause` that did not end the turn: the utterance goes on."""
+    return {"type": "speech_resumed", "utterance": utterance}
 
 
 def partial(utterance: int, text: str) -> dict[str, object]:

@@ -135,17 +135,18 @@ async def _ping_while_an_answer_runs(
     await app.client.aclose()
 
 
-async def test_a_slow_models_long_first_sentence_is_spoken_after_eight_words_by_default(
+async def test_a_slow_models_long_first_sentence_is_spoken_after_five_words_by_default(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The agent's defaults (AgentConfig(), what `AGENT_FIRST_FRAGMENT_MAX_WORDS` unset gives): a model
-    writing one 31-word sentence a word every 20 ms has its first 8 words sent to speech as the first
-    chunk, the rest of the sentence after. Guards the default by what it does: switched off, the first
-    chunk would be the whole sentence, 0.6 s of writing later."""
+    writing one 31-word sentence a word every 20 ms has its first 5 words sent to speech as the first
+    chunk, the rest of the sentence after (8 until the first audio was brought to the user's last word:
+    agent/config.py says why 5). Guards the default by what it does: switched off, the first chunk would
+    be the whole sentence, 0.6 s of writing later."""
     words = [f"word{n}" for n in range(30)]
     writes = lambda n: f"{words[n]} " if n < 30 else "end."  # noqa: E731
     app = App(monkeypatch, lambda: SignalWatchingAgent(0.02, 31, writes))
     events = await app.invoke({"prompt": "Talk for a while"})
     (session,) = app.sessions
-    assert [text.split() for _, text in session.sent] == [words[:8], [*words[8:], "end."]], session.sent
+    assert [text.split() for _, text in session.sent] == [words[:5], [*words[5:], "end."]], session.sent
     assert events[-1]["ok"] is True

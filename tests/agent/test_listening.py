@@ -10,7 +10,8 @@ import time
 import pytest
 
 from agent.events import EventClock, TurnError, agent_start, audio_chunk
-from agent.listening import Playback, parse_message, parse_played
+from agent.listening import parse_message, parse_played
+from agent.turn_taking import Playback
 from facts import PCM_BYTES_PER_S
 
 

@@ -15,7 +15,8 @@ from moto.server import ThreadedMotoServer
 
 from deploy.aws import Aws
 from deploy.config import DeployConfig
-from deploy.naming import BOOTSTRAP_VERSION_PARAMETER
+from deploy.prereqs import BOOTSTRAP_VERSION_PARAMETER
+from facts import DEFAULT_VOICE
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's account
@@ -143,11 +144,12 @@ def image_uris_config(tmp_path: Path, **overrides: object) -> DeployConfig:
     return DeployConfig(**values)  # type: ignore[arg-type]
 
 
-def kokoro_stand_in(directory: Path) -> Path:
+def kokoro_stand_in(directory: Path, voices: tuple[str, ...] = (DEFAULT_VOICE,)) -> Path:
     """A model directory in hexgrad's layout, as `python -m tts export-model DIR --format torch` writes it
-    (tiny stand-ins: synthesis only stages the files)."""
+    (tiny stand-ins: synthesis only stages the files), with the product's voice (`voices`: others too)."""
     (directory / "voices").mkdir(parents=True, exist_ok=True)
     (directory / "config.json").write_text("{}")
     (directory / "kokoro-v1_0.pth").write_bytes(b"pth")
-    (directory / "voices" / "jm_kumo.pt").write_bytes(b"pt")
+    for voice in voices:
+        (directory / "voices" / f"{voice}.pt").write_bytes(b"pt")
     return directory

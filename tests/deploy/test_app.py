@@ -17,8 +17,9 @@ from aws_cdk.assertions import Match
 from deploy.app import build_app
 from deploy.images import BIDI_LABEL
 from deploy.model_dir import ModelSource
-from deploy.parts import all_parts
-from deploy.stacks.base import BEDROCK_INVOKE_ACTIONS, ENDPOINT_INVOKE_ACTIONS
+from deploy.orchestrate import product_parts
+from deploy.stacks.iam import BEDROCK_INVOKE_ACTIONS, ENDPOINT_INVOKE_ACTIONS
+from facts import DEFAULT_VOICE
 from tests.deploy.assembly import Assembly, render, statements, synthesize
 from tests.deploy.conftest import image_uris_config, kokoro_stand_in
 
@@ -85,7 +86,11 @@ def test_endpoint_runs_on_one_g5_xlarge_with_the_model_from_the_cache(assembly: 
     source = container["ModelDataSource"]["S3DataSource"]
     assert (source["S3DataType"], source["CompressionType"]) == ("S3Prefix", "None")
     assert render(source["S3Uri"]) == "s3://${Import}/models/kokoro-82m/"
-    assert container["Environment"] == {"TTS_VOICE": "jm_kumo", "TTS_ENGINE": "torch", "TTS_PROVIDER": "cuda"}
+    assert container["Environment"] == {
+        "TTS_VOICE": DEFAULT_VOICE,
+        "TTS_ENGINE": "torch",
+        "TTS_PROVIDER": "cuda",
+    }
     assert render(model["Properties"]["ExecutionRoleArn"]) == "${Import}"
 
 
@@ -100,9 +105,10 @@ def test_the_endpoint_runs_on_the_ami_whose_driver_runs_the_image_cuda_build(ass
             ]
         },
     )
-    assert "speech: tts image torch 2.10.0, CUDA 12.8" in assembly.output
+    assert "kokoro-82m: image torch 2.10.0, CUDA 12.8" in assembly.output
     assert (
-        "speech: inference AMI al2023-ami-sagemaker-inference-gpu-4-1 (NVIDIA driver 580" in assembly.output
+        "kokoro-82m: inference AMI al2023-ami-sagemaker-inference-gpu-4-1 (NVIDIA driver 580"
+        in assembly.output
     )
 
 
@@ -157,6 +163,7 @@ def test_agent_image_asset_is_arm64_and_feeds_the_runtime(assembly: Assembly):
     assert render(properties["RoleArn"]) == "${Import}"
     assert render(properties["EnvironmentVariables"]) == {
         "AGENT_TTS_ENDPOINT": "kokoro-82m",
+        "AGENT_TTS_VOICE": DEFAULT_VOICE,
         "AGENT_BEDROCK_MODEL_ID": MODEL_ID,
         "AWS_REGION": "${AWS::Region}",
     }
@@ -293,8 +300,8 @@ def test_given_image_uris_need_no_docker_and_scope_the_pull_to_their_repositorie
     tmp_path: Path, model_dir: Path
 ):
     config = image_uris_config(tmp_path)
-    source = ModelSource("dir", model_dir, "jm_kumo")
-    built = build_app(config, all_parts(config), tmp_path / "cdk.out", source)
+    source = ModelSource("dir", model_dir)
+    built = build_app(config, product_parts(config), tmp_path / "cdk.out", source)
     assembly = Assembly(Path(built.app.synth().directory))
     assert assembly.docker_images(ENDPOINT) == [] and assembly.docker_images(RUNTIME) == []
     pulls = {

@@ -1,5 +1,6 @@
-"""The three command lines end to end against moto's server (reached through AWS_ENDPOINT_URL, as
-boto3 reads it): exit codes, the lines users read, typed errors instead of tracebacks."""
+"""The command line and its two aliases (the article's `speech-infra` and `agent-infra`) end to end
+against moto's server (reached through AWS_ENDPOINT_URL, as boto3 reads it): exit codes, the lines users
+read, typed errors instead of tracebacks."""
 
 import importlib
 import sys
@@ -8,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from deploy.__main__ import main as deploy_main
-from deploy.commands.agent import main as agent_infra
-from deploy.commands.speech import main as speech_infra
+from deploy.cli import agent_infra, speech_infra
 from tests.deploy.conftest import REGION, create_endpoint, create_runtime
 
 
@@ -41,12 +41,11 @@ def test_the_stt_endpoint_has_its_own_status_and_refuses_kokoros_flags(
     assert deploy_main(["status", "--listen"]) == 1
     assert "ok endpoint whisper-stt: InService" in capsys.readouterr().out
     assert speech_infra(["deploy", "whisper-stt", "--instance-type", "ml.g4dn.xlarge"]) == 2
-    assert capsys.readouterr().err == (
-        "error: whisper-stt takes no --instance-type (the --stt-* flags set whisper-stt's endpoint, the "
-        "others Kokoro's)\n"
-    )
+    assert capsys.readouterr().err == "error: whisper-stt takes no --instance-type (it sets kokoro-82m)\n"
     assert speech_infra(["deploy", "kokoro-82m", "--stt-instance-count", "2"]) == 2
-    assert "kokoro-82m takes no --stt-instance-count" in capsys.readouterr().err
+    assert "kokoro-82m takes no --stt-instance-count (it sets whisper-stt)" in capsys.readouterr().err
+    assert deploy_main(["deploy", "voice_agent", "--model-source", "hub"]) == 2
+    assert "voice_agent takes no --model-source (it sets kokoro-82m)" in capsys.readouterr().err
 
 
 def test_agent_status_reports_the_runtime_and_its_endpoint(moto_env, capsys: pytest.CaptureFixture[str]):
@@ -80,9 +79,15 @@ def test_bad_flags_are_typed_errors(no_aws_env: None, capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit) as caught:
         speech_infra(["deploy", "whisper-large"])
     assert caught.value.code == 2
-    with pytest.raises(SystemExit):
-        agent_infra(["deploy"])  # --bedrock-model-id is required
-    assert "--bedrock-model-id" in capsys.readouterr().err
+    assert "speech-infra takes a command and one speech model: kokoro-82m or whisper-stt" in (
+        capsys.readouterr().err
+    )
+    assert deploy_main(["status", "whisper-large"]) == 2
+    assert "no part named whisper-large; the parts: kokoro-82m, whisper-stt, voice_agent" in (
+        capsys.readouterr().err
+    )
+    assert deploy_main(["deploy", "kokoro-82m", "voice_agent", "--image-uri", "x"]) == 2
+    assert "--image-uri is the image of the one part named" in capsys.readouterr().err
 
 
 def test_destroy_everything_when_nothing_is_deployed_says_what_is_retained(
@@ -123,7 +128,7 @@ def test_status_and_destroy_need_no_cdk_extra(
     monkeypatch.setitem(sys.modules, "aws_cdk", None)  # as if aws-cdk-lib were not installed
     for name in [name for name in sys.modules if name == "deploy" or name.startswith("deploy.")]:
         monkeypatch.delitem(sys.modules, name)  # imported afresh below, as a new process would
-    speech_status = importlib.import_module("deploy.commands.speech").main
+    speech_status = importlib.import_module("deploy.cli").speech_infra
     assert speech_status(["status", "kokoro-82m"]) == 1
     assert "endpoint kokoro-82m: not deployed" in capsys.readouterr().out
     assert importlib.import_module("deploy.__main__").main(["destroy", "--wait-delay", "0.05"]) == 0

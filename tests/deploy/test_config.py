@@ -9,8 +9,9 @@ from deploy.config import DeployConfig
 from deploy.errors import ConfigError
 from deploy.images import has_bidi_label, parse_ecr_uri, require_bidi_label
 from deploy.model_dir import check_model_dir
-from deploy.parts import all_parts
-from deploy.parts.speech import SpeechPart
+from deploy.orchestrate import product_parts
+from deploy.parts.endpoint import EndpointPart
+from facts import DEFAULT_VOICE
 from tests.support.paths import REPO
 
 ARN_PARTS = {"partition": "aws", "region": "us-west-2", "account": "111122223333"}
@@ -23,7 +24,8 @@ def test_defaults_are_one_g5_instance_without_autoscaling():
         1,
         False,
     )
-    assert config.endpoint_name == "kokoro-82m" and config.runtime_name == "voice_agent"
+    assert config.tts_endpoint == "kokoro-82m" and config.runtime_name == "voice_agent"
+    assert config.voice == config.product.voice == DEFAULT_VOICE
 
 
 def test_the_stt_endpoint_is_opt_in_on_its_own_g5_instance_without_autoscaling():
@@ -89,7 +91,6 @@ def test_environment_then_flags(monkeypatch: pytest.MonkeyPatch, no_aws_env: Non
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"model": "whisper"}, "unknown speech model"),
         ({"instance_type": "g5.xlarge"}, "instance type"),
         ({"instance_count": 0}, "at least 1"),
         ({"instance_count": 3, "max_instance_count": 2}, "below the instance count"),
@@ -107,6 +108,10 @@ def test_environment_then_flags(monkeypatch: pytest.MonkeyPatch, no_aws_env: Non
         ({"stt_endpoint": "kokoro-82m"}, "the tts and stt endpoints are both named 'kokoro-82m'"),
         ({"stt_endpoint": "bad_name"}, "endpoint name"),
         ({"stt_image_uri": "whisper-stt:gpu"}, "ECR image URI"),
+        (
+            {"host_platform": True},
+            "--host-platform is for --target local: AWS builds the agent for linux/arm64",
+        ),
     ],
 )
 def test_bad_settings_are_config_errors(fields: dict, message: str):
@@ -198,13 +203,17 @@ def test_model_dir_needs_hexgrads_layout(tmp_path: Path):
 
 def test_stack_names_are_deterministic_and_ordered():
     config = DeployConfig()
-    assert SpeechPart(config).stacks == (
+    assert EndpointPart(config, config.speech_endpoint).stacks == (
         "KokoroSpeech-kokoro-82m-ModelCache",
         "KokoroSpeech-kokoro-82m-Base",
         "KokoroSpeech-kokoro-82m-Endpoint",
         "KokoroSpeech-kokoro-82m-Observability",
     )
-    assert [(part.kind, part.stacks[-1]) for part in all_parts(config)] == [
-        ("speech", "KokoroSpeech-kokoro-82m-Observability"),
-        ("agent", "VoiceAgent-Runtime"),
+    assert [(part.name, part.stacks[-1]) for part in product_parts(config)] == [
+        ("kokoro-82m", "KokoroSpeech-kokoro-82m-Observability"),
+        ("voice_agent", "VoiceAgent-Runtime"),
     ]
+    assert EndpointPart(config, config.listening_endpoint).stacks == (
+        "WhisperListening-whisper-stt-Base",
+        "WhisperListening-whisper-stt-Endpoint",
+    )

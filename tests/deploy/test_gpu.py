@@ -15,14 +15,15 @@ from pathlib import Path
 import pytest
 
 from deploy.__main__ import main as deploy_main
-from deploy.config import LISTENING_IMAGE, REPO_ROOT, SPEECH_MODELS, DeployConfig, SpeechImage
+from deploy.config import REPO_ROOT, DeployConfig
 from deploy.errors import ConfigError
 from deploy.gpu import AMIS, CudaBuild, choose_ami, cuda_build, cuda_label, version_label
+from deploy.product import PRODUCT, GpuImage
 from tests.deploy.conftest import kokoro_stand_in
 
 MODEL_ID = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 AGENT_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/voice-agent:arm64"
-GPU_IMAGE = SPEECH_MODELS["kokoro-82m"]
+GPU_IMAGE = PRODUCT.speech.gpu_image
 CUDA13_REQUIREMENTS = """\
 torch==2.15.0 \\
     --hash=sha256:6d8c86f4e33a9f12a58149bd9b0d64351632b8eb44479be8ff85e5389932dd79
@@ -58,11 +59,11 @@ def synth(source: Path, tmp_path: Path, *extra: str) -> int:
     ("image", "expected"),
     [
         (GPU_IMAGE, CudaBuild("torch", "2.10.0", (12, 8))),
-        (LISTENING_IMAGE, CudaBuild("ctranslate2", "4.8.5", (12, 8))),
+        (PRODUCT.listening.gpu_image, CudaBuild("ctranslate2", "4.8.5", (12, 8))),
     ],
     ids=["tts", "stt"],
 )
-def test_each_image_installs_a_cuda_12_build_that_its_labels_name(image: SpeechImage, expected: CudaBuild):
+def test_each_image_installs_a_cuda_12_build_that_its_labels_name(image: GpuImage, expected: CudaBuild):
     """The lock's torch (tts) and CTranslate2 with its cuBLAS (stt) run on every AMI, and each GPU
     Dockerfile's labels name them."""
     built = cuda_build(REPO_ROOT / image.requirements, image.library)
@@ -115,7 +116,7 @@ def test_synth_refuses_a_cuda_13_image_on_the_550_driver_ami(
     err = capsys.readouterr().err
     assert code == 2
     assert err.count("\n") == 1, err
-    assert err.startswith("error: the tts image's torch 2.15.0, CUDA 13.2 cannot run on ")
+    assert err.startswith("error: the kokoro-82m image's torch 2.15.0, CUDA 13.2 cannot run on ")
     assert "al2-ami-sagemaker-inference-gpu-3-1 (NVIDIA driver 550" in err
     assert "choose al2023-ami-sagemaker-inference-gpu-4-1" in err
     assert not (tmp_path / "cdk.out").exists(), "refused before anything was synthesized"

@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 
 from deploy.aws import Aws
-from deploy.commands import run
+from deploy.cli import run
 from deploy.config import DeployConfig
-from deploy.local_toolkit import START_HINT, LocalToolkit, RehearsalError
-from deploy.part import Identity
+from deploy.local_toolkit import BUILD_ON_ENGINE, START_HINT, LocalToolkit, RehearsalError
+from deploy.parts.base import Identity
 from emulator.server import Emulator, emulator_in_thread
+from emulator.services.cloudformation.shapes import BUILD_PLATFORM_TAG, ENGINE_PLATFORM
 from tests.emulator.support import endpoint, fast_config, manifest, model, variant
 
 REPO = Path(__file__).resolve().parents[2]
@@ -114,6 +115,27 @@ def test_the_local_toolkit_creates_reports_refuses_and_destroys_through_cloudfor
 
 
 @pytest.mark.integration
+def test_host_platform_tags_the_stacks_and_says_so(emu: Emulator, tmp_path: Path):
+    """`--host-platform`: the emulator's CloudFormation builds the images for its engine's platform
+    (emulator/images/assets.py), asked through the stack's tag; the deploy's output says so."""
+    config = DeployConfig(
+        outdir=tmp_path, wait_delay_s=0.2, wait_timeout_s=30, target="local", host_platform=True
+    )
+    template = stack_template("endpoint/echo/variant/AllTraffic")
+    (tmp_path / "Fast.template.json").write_text(json.dumps(template))
+    aws = Aws.from_variables(emu.env)
+    lines: list[str] = []
+    toolkit = LocalToolkit(config, aws, echo=lines.append)
+    toolkit.deploy(["Fast"])
+    try:
+        assert lines[0].startswith("--host-platform: the emulator builds the images for its own platform")
+        (stack,) = aws.client("cloudformation").describe_stacks(StackName="Fast")["Stacks"]
+        assert stack["Tags"] == [{"Key": BUILD_PLATFORM_TAG, "Value": ENGINE_PLATFORM}]
+    finally:
+        toolkit.destroy([Stacks(("Fast",))], aws, IDENTITY, lines.append)  # type: ignore[list-item]
+
+
+@pytest.mark.integration
 def test_an_emulator_started_with_home_is_found_by_the_deploy_after_eval_of_its_env(tmp_path: Path):
     """Issue 33 item 11: `up --home H --detach`, then `eval "$(python -m emulator env --home H)"`: the
     deploy's local path finds that emulator, through the endpoints in the environment, and through
@@ -145,3 +167,9 @@ def test_an_emulator_started_with_home_is_found_by_the_deploy_after_eval_of_its_
         )  # the default home
     finally:
         cli("-m", "emulator", "down", "--home", str(home), env=base)
+
+
+def test_the_tag_the_deploy_writes_is_the_one_the_emulator_reads() -> None:
+    """`--host-platform` reaches the emulator as its own stack tag: two texts in two packages that import
+    nothing of each other, held to one here."""
+    assert BUILD_ON_ENGINE == {"Key": BUILD_PLATFORM_TAG, "Value": ENGINE_PLATFORM}

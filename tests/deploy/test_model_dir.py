@@ -96,9 +96,9 @@ def offline_export(export_dir: Path) -> Path:
     return directory
 
 
-def test_a_reachable_hub_supplies_hexgrads_files_and_af_heart(hub, tmp_path, capsys):
+def test_a_reachable_hub_supplies_hexgrads_files_and_its_voices(hub, tmp_path, capsys):
     source = resolve_model_source(DeployConfig(export_dir=tmp_path))
-    assert (source.kind, source.default_voice) == ("hub", "af_heart")
+    assert source.kind == "hub" and {"af_heart", "jm_kumo"} <= set(source.voices)
     for name in HUB_FILES:
         assert (source.directory / name).read_bytes() == hub.files[name]
     assert not (source.directory / ".cache").exists()
@@ -120,7 +120,7 @@ def test_an_unreachable_hub_falls_back_to_the_offline_export_and_says_so(tmp_pat
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{free_port()}")
     exported = offline_export(tmp_path)
     source = resolve_model_source(DeployConfig(export_dir=tmp_path))
-    assert (source.kind, source.directory, source.default_voice) == ("offline", exported, "jm_kumo")
+    assert (source.kind, source.directory, source.voices) == ("offline", exported, ("jm_kumo",))
     [line] = capsys.readouterr().out.splitlines()
     assert line.startswith("model source: offline: the offline export")
     with pytest.raises(ConfigError, match="does not answer"):
@@ -138,21 +138,22 @@ def test_a_failed_offline_export_is_a_config_error_with_the_fix(tmp_path, monkey
         resolve_model_source(DeployConfig(export_dir=tmp_path, model_source="offline"))
 
 
-def test_a_given_directory_is_used_as_is_with_its_own_voice(tmp_path, capsys):
+def test_a_given_directory_is_used_as_is_with_its_own_voices(tmp_path, capsys):
     directory = offline_export(tmp_path / "mine")
     (directory / "voices" / "af_heart.pt").write_bytes(b"voice")
     source = resolve_model_source(DeployConfig(model_dir=directory))
-    assert (source.kind, source.directory, source.default_voice) == ("dir", directory, "af_heart")
+    assert (source.kind, source.directory, source.voices) == ("dir", directory, ("af_heart", "jm_kumo"))
     assert capsys.readouterr().out.startswith("model source: dir: your model directory")
+    assert source.describe().endswith(", 2 voices")
 
 
 def test_model_source_flag_takes_a_source_or_a_directory(tmp_path):
     import argparse
 
-    from deploy.commands.flags import add_speech, config_from
+    from deploy.flags import add_building, config_from
 
     parser = argparse.ArgumentParser()
-    add_speech(parser)
+    add_building(parser)
     assert config_from(parser.parse_args(["--model-source", "offline"])).model_source == "offline"
     config = config_from(parser.parse_args(["--model-source", str(tmp_path)]))
     assert (config.model_dir, config.model_source) == (tmp_path, "auto")

@@ -16,13 +16,11 @@ from deploy.aws import Aws
 from deploy.cdk_toolkit import CdkToolkit
 from deploy.config import DeployConfig
 from deploy.errors import MissingPrerequisites, WaitFailed
-from deploy.naming import assets_repository, listening_stack, speech_stack
-from deploy.orchestrate import deploy_parts, destroy_parts
-from deploy.part import Part
-from deploy.parts import all_parts
-from deploy.parts.agent import AgentPart
-from deploy.parts.listening import ListeningPart
-from deploy.parts.speech import SpeechPart
+from deploy.images import assets_repository
+from deploy.orchestrate import deploy_parts, destroy_parts, product_parts
+from deploy.parts.agent_runtime import AgentRuntimePart
+from deploy.parts.base import Part
+from deploy.parts.endpoint import EndpointPart
 from tests.deploy.conftest import (
     ACCOUNT,
     REGION,
@@ -47,14 +45,14 @@ class CloudFormationStandIn(CdkToolkit):
         self.timers: list[threading.Timer] = []
 
     def synth(self, parts: Sequence[Part]) -> Path:
-        self.calls.append(("synth", *(part.kind for part in parts)))
+        self.calls.append(("synth", *(part.name for part in parts)))
         return self.config.outdir
 
     def deploy(self, stacks: Sequence[str]) -> None:
         self.calls.append(("deploy", *stacks))
         endpoints = {
-            speech_stack(self.config.model, "Endpoint"): self.config.endpoint_name,
-            listening_stack("Endpoint"): self.config.stt_endpoint,
+            self.config.product.speech.stack("Endpoint"): self.config.tts_endpoint,
+            self.config.product.listening.stack("Endpoint"): self.config.stt_endpoint,
         }
         created = [endpoints[stack] for stack in stacks if stack in endpoints]
         for name in created:
@@ -68,10 +66,10 @@ class CloudFormationStandIn(CdkToolkit):
         if not created:
             sagemaker = self.aws.client("sagemaker")
             self.endpoint_state_when_agent_deployed = sagemaker.describe_endpoint(
-                EndpointName=self.config.endpoint_name
+                EndpointName=self.config.tts_endpoint
             )["EndpointStatus"]
             create_runtime(
-                self.aws, self.config.runtime_name, {"AGENT_TTS_ENDPOINT": self.config.endpoint_name}
+                self.aws, self.config.runtime_name, {"AGENT_TTS_ENDPOINT": self.config.tts_endpoint}
             )
 
     def _finish(self, record) -> None:
@@ -85,9 +83,9 @@ def test_deploy_goes_speech_first_and_waits_for_in_service(bootstrapped: Aws, tm
     config = image_uris_config(tmp_path)
     cdk = CloudFormationStandIn(bootstrapped, config)
     lines: list[str] = []
-    statuses = deploy_parts(config, all_parts(config), bootstrapped, cdk, echo=lines.append)
+    statuses = deploy_parts(config, product_parts(config), bootstrapped, cdk, echo=lines.append)
     assert cdk.calls == [
-        ("synth", "speech", "agent"),
+        ("synth", "kokoro-82m", "voice_agent"),
         (
             "deploy",
             "KokoroSpeech-kokoro-82m-ModelCache",
@@ -108,14 +106,14 @@ def test_with_listen_the_stt_endpoint_goes_up_between_the_speech_endpoint_and_th
     config = image_uris_config(tmp_path, listen=True)
     cdk = CloudFormationStandIn(bootstrapped, config)
     lines: list[str] = []
-    statuses = deploy_parts(config, all_parts(config), bootstrapped, cdk, echo=lines.append)
+    statuses = deploy_parts(config, product_parts(config), bootstrapped, cdk, echo=lines.append)
     assert [call[:2] for call in cdk.calls] == [
-        ("synth", "speech"),
+        ("synth", "kokoro-82m"),
         ("deploy", "KokoroSpeech-kokoro-82m-ModelCache"),
         ("deploy", "WhisperListening-whisper-stt-Base"),
         ("deploy", "VoiceAgent-Base"),
     ]
-    assert cdk.calls[0] == ("synth", "speech", "listening", "agent")
+    assert cdk.calls[0] == ("synth", "kokoro-82m", "whisper-stt", "voice_agent")
     assert cdk.calls[2] == (
         "deploy",
         "WhisperListening-whisper-stt-Base",
@@ -126,22 +124,22 @@ def test_with_listen_the_stt_endpoint_goes_up_between_the_speech_endpoint_and_th
         "ok endpoint whisper-stt: InService",
         "ok agent runtime voice_agent: READY",
     ]
-    assert "listening: waiting (a check every 0.05 s)" in lines
+    assert "whisper-stt: waiting (a check every 0.05 s)" in lines
 
 
 def test_a_failed_endpoint_stops_the_deploy_before_the_agent(bootstrapped: Aws, tmp_path: Path):
     config = image_uris_config(tmp_path)
     cdk = CloudFormationStandIn(bootstrapped, config, failure="Image pull failed: access denied")
     with pytest.raises(WaitFailed, match=r"Failed.*Image pull failed: access denied"):
-        deploy_parts(config, all_parts(config), bootstrapped, cdk, echo=lambda line: None)
-    assert [call[-1] for call in cdk.calls] == ["agent", "KokoroSpeech-kokoro-82m-Observability"]
+        deploy_parts(config, product_parts(config), bootstrapped, cdk, echo=lambda line: None)
+    assert [call[-1] for call in cdk.calls] == ["voice_agent", "KokoroSpeech-kokoro-82m-Observability"]
 
 
 def test_missing_prerequisites_stop_everything_before_synth(aws: Aws, tmp_path: Path):
     config = image_uris_config(tmp_path, cdk_command=("no-such-cdk",))
     cdk = CloudFormationStandIn(aws, config)
     with pytest.raises(MissingPrerequisites) as caught:
-        deploy_parts(config, all_parts(config), aws, cdk, echo=lambda line: None)
+        deploy_parts(config, product_parts(config), aws, cdk, echo=lambda line: None)
     assert {problem.name for problem in caught.value.problems} == {"cdk CLI", "CDK bootstrap"}
     assert cdk.calls == []
 
@@ -151,9 +149,9 @@ def test_the_agent_waits_until_its_runtime_is_ready(
 ):
     runtime_reads_until_ready(4)
     config = image_uris_config(tmp_path)
-    create_endpoint(bootstrapped, config.endpoint_name)
+    create_endpoint(bootstrapped, config.tts_endpoint)
     cdk = CloudFormationStandIn(bootstrapped, config)
-    [status] = deploy_parts(config, [AgentPart(config)], bootstrapped, cdk, echo=lambda line: None)
+    [status] = deploy_parts(config, [AgentRuntimePart(config)], bootstrapped, cdk, echo=lambda line: None)
     assert (status.state, status.ready) == ("READY", True)
 
 
@@ -161,7 +159,12 @@ def test_without_waiting_the_status_is_reported_as_it_is(bootstrapped: Aws, tmp_
     config = image_uris_config(tmp_path)
     cdk = CloudFormationStandIn(bootstrapped, config, creating_s=5)
     [status] = deploy_parts(
-        config, [SpeechPart(config)], bootstrapped, cdk, wait=False, echo=lambda line: None
+        config,
+        [EndpointPart(config, config.speech_endpoint)],
+        bootstrapped,
+        cdk,
+        wait=False,
+        echo=lambda line: None,
     )
     assert (status.state, status.ready) == ("Creating", False)
     for timer in cdk.timers:
@@ -185,7 +188,7 @@ def test_destroy_deletes_in_reverse_order_and_names_what_is_retained(aws: Aws, t
         "KokoroSpeech-kokoro-82m-Endpoint": {"ImageUri": image},
         "VoiceAgent-Runtime": {"ImageUri": f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/mine/agent:v2"},
     }
-    for part in all_parts(config):
+    for part in product_parts(config):
         for name in part.stacks:
             create_stack(aws, name, outputs.get(name, {"Marker": "x"}))
     deleted: list[str] = []
@@ -194,7 +197,7 @@ def test_destroy_deletes_in_reverse_order_and_names_what_is_retained(aws: Aws, t
         lambda params, **_: deleted.append(params["StackName"]),
     )
     lines: list[str] = []
-    notice = destroy_parts(config, all_parts(config), aws, CdkToolkit(config), echo=lines.append)
+    notice = destroy_parts(config, product_parts(config), aws, CdkToolkit(config), echo=lines.append)
     assert deleted == [
         "VoiceAgent-Runtime",
         "VoiceAgent-Base",
@@ -220,9 +223,9 @@ def test_destroy_takes_the_stt_endpoint_down_after_the_agent_and_names_its_image
     aws: Aws, tmp_path: Path
 ):
     config = image_uris_config(tmp_path)
-    parts = all_parts(config, listening=True)
+    parts = product_parts(config, listening=True)
     image = f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/{assets_repository(ACCOUNT, REGION)}:9c1e"
-    for name in ("VoiceAgent-Runtime", *ListeningPart(config).stacks):
+    for name in ("VoiceAgent-Runtime", *EndpointPart(config, config.listening_endpoint).stacks):
         create_stack(aws, name, {"ImageUri": image} if name.endswith("-Endpoint") else {"Marker": "x"})
     deleted: list[str] = []
     aws.session.events.register(
@@ -239,14 +242,16 @@ def test_destroy_takes_the_stt_endpoint_down_after_the_agent_and_names_its_image
     assert lines.index("VoiceAgent-Base: not deployed, nothing to delete") < lines.index(
         "WhisperListening-whisper-stt-Endpoint: deleting"
     )
-    assert "- ECR: the stt image " in notice and "imageTag=9c1e" in notice
+    assert "- ECR: the whisper-stt image " in notice and "imageTag=9c1e" in notice
     assert "/aws/sagemaker/Endpoints/whisper-stt" in notice
 
 
 def test_destroy_with_nothing_deployed_still_says_what_may_be_left(aws: Aws, tmp_path: Path):
     config = image_uris_config(tmp_path)
     lines: list[str] = []
-    notice = destroy_parts(config, [SpeechPart(config)], aws, CdkToolkit(config), echo=lines.append)
+    notice = destroy_parts(
+        config, [EndpointPart(config, config.speech_endpoint)], aws, CdkToolkit(config), echo=lines.append
+    )
     assert "KokoroSpeech-kokoro-82m-Endpoint: not deployed, nothing to delete" in lines
     assert "starts_with(Name, 'kokorospeech-kokoro-82m-modelcache')" in notice
     assert f"aws ecr list-images --repository-name {assets_repository(ACCOUNT, REGION)}" in notice

@@ -9,17 +9,16 @@ import pytest
 from deploy.aws import Aws
 from deploy.config import DeployConfig
 from deploy.errors import MissingPrerequisites
-from deploy.naming import BOOTSTRAP_VERSION_PARAMETER
-from deploy.parts import all_parts
-from deploy.parts.agent import AgentPart
-from deploy.parts.listening import ListeningPart
-from deploy.prereqs import check_prerequisites
+from deploy.orchestrate import product_parts
+from deploy.parts.agent_runtime import AgentRuntimePart
+from deploy.parts.endpoint import EndpointPart
+from deploy.prereqs import BOOTSTRAP_VERSION_PARAMETER, check_prerequisites
 from tests.deploy.conftest import ACCOUNT, REGION, create_endpoint, image_uris_config
 
 
 def problems(config: DeployConfig, aws: Aws, parts=None) -> dict[str, str]:
     with pytest.raises(MissingPrerequisites) as caught:
-        check_prerequisites(config, aws, parts or all_parts(config))
+        check_prerequisites(config, aws, parts or product_parts(config))
     return {problem.name: f"{problem.detail} | {problem.fix}" for problem in caught.value.problems}
 
 
@@ -47,7 +46,7 @@ def test_an_old_bootstrap_is_a_problem(aws: Aws, tmp_path: Path):
 
 def test_everything_in_place_returns_who_deploys_where(bootstrapped: Aws, tmp_path: Path):
     identity = check_prerequisites(
-        image_uris_config(tmp_path), bootstrapped, all_parts(image_uris_config(tmp_path))
+        image_uris_config(tmp_path), bootstrapped, product_parts(image_uris_config(tmp_path))
     )
     assert (identity.account, identity.region) == (ACCOUNT, REGION)
     assert identity.arn.startswith("arn:aws:")
@@ -55,43 +54,45 @@ def test_everything_in_place_returns_who_deploys_where(bootstrapped: Aws, tmp_pa
 
 def test_image_uris_make_docker_unnecessary_but_each_missing_one_needs_it(bootstrapped: Aws, tmp_path: Path):
     config = image_uris_config(tmp_path, docker_command="no-such-docker")
-    check_prerequisites(config, bootstrapped, all_parts(config))
+    check_prerequisites(config, bootstrapped, product_parts(config))
     without_agent_image = image_uris_config(tmp_path, docker_command="no-such-docker", agent_image_uri=None)
     assert set(problems(without_agent_image, bootstrapped)) == {"Docker engine"}
 
 
 def test_an_agent_alone_needs_its_speech_endpoint(bootstrapped: Aws, tmp_path: Path):
     config = image_uris_config(tmp_path)
-    found = problems(config, bootstrapped, [AgentPart(config)])
-    assert set(found) == {"speech endpoint"}
-    assert "speech-infra deploy kokoro-82m" in found["speech endpoint"]
+    found = problems(config, bootstrapped, [AgentRuntimePart(config)])
+    assert set(found) == {"endpoint kokoro-82m"}
+    assert "python -m deploy deploy kokoro-82m first" in found["endpoint kokoro-82m"]
     create_endpoint(bootstrapped, "kokoro-82m")
-    check_prerequisites(config, bootstrapped, [AgentPart(config)])
+    check_prerequisites(config, bootstrapped, [AgentRuntimePart(config)])
 
 
 def test_an_agent_that_listens_needs_its_stt_endpoint_too(bootstrapped: Aws, tmp_path: Path):
     config = image_uris_config(tmp_path, listen=True)
     create_endpoint(bootstrapped, "kokoro-82m")
-    found = problems(config, bootstrapped, [AgentPart(config)])
-    assert set(found) == {"listening endpoint"}
-    assert found["listening endpoint"] == (
+    found = problems(config, bootstrapped, [AgentRuntimePart(config)])
+    assert set(found) == {"endpoint whisper-stt"}
+    assert found["endpoint whisper-stt"] == (
         "the agent listens through 'whisper-stt', which does not exist | "
-        "speech-infra deploy whisper-stt first, or pass --stt-endpoint"
+        "python -m deploy deploy whisper-stt first, or pass --stt-endpoint"
     )
-    check_prerequisites(config, bootstrapped, [ListeningPart(config), AgentPart(config)])
+    check_prerequisites(
+        config, bootstrapped, [EndpointPart(config, config.listening_endpoint), AgentRuntimePart(config)]
+    )
     create_endpoint(bootstrapped, "whisper-stt")
-    check_prerequisites(config, bootstrapped, [AgentPart(config)])
+    check_prerequisites(config, bootstrapped, [AgentRuntimePart(config)])
 
 
 def test_images_must_be_in_the_deploy_region(bootstrapped: Aws, tmp_path: Path):
     config = image_uris_config(tmp_path, tts_image_uri=f"{ACCOUNT}.dkr.ecr.eu-west-1.amazonaws.com/tts:1")
     found = problems(config, bootstrapped)
-    assert set(found) == {"tts image region"}
-    assert "is in eu-west-1, the deploy goes to us-east-1" in found["tts image region"]
+    assert set(found) == {"kokoro-82m image region"}
+    assert "is in eu-west-1, the deploy goes to us-east-1" in found["kokoro-82m image region"]
     stt_elsewhere = image_uris_config(
         tmp_path, listen=True, stt_image_uri=f"{ACCOUNT}.dkr.ecr.eu-west-1.amazonaws.com/stt:1"
     )
-    assert set(problems(stt_elsewhere, bootstrapped)) == {"stt image region"}
+    assert set(problems(stt_elsewhere, bootstrapped)) == {"whisper-stt image region"}
 
 
 def docker_stand_in(tmp_path: Path, buildx_platforms: str) -> str:
@@ -118,4 +119,4 @@ def test_an_arm64_agent_image_needs_a_builder_for_arm64(bootstrapped: Aws, tmp_p
     with_arm64 = image_uris_config(
         tmp_path, agent_image_uri=None, docker_command=docker_stand_in(tmp_path, "linux/amd64, linux/arm64")
     )
-    check_prerequisites(with_arm64, bootstrapped, all_parts(with_arm64))
+    check_prerequisites(with_arm64, bootstrapped, product_parts(with_arm64))

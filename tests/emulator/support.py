@@ -72,16 +72,25 @@ def manifest(resources: list[dict[str, Any]], images: dict[str, Any] | None = No
     return Manifest.from_obj({"resources": resources, "images": images or {}})
 
 
-def boto_client(emu: Emulator, service: str, *, validate: bool = True, **credentials: str) -> Any:
-    """A boto3 client for the emulator (`validate=False` skips botocore's client-side limits)."""
+def boto_client(
+    emu: Emulator,
+    service: str,
+    *,
+    validate: bool = True,
+    path: str = "",
+    config: dict[str, Any] | None = None,
+    **credentials: str,
+) -> Any:
+    """A boto3 client for the emulator (`validate=False` skips botocore's client-side limits), at
+    `path` under it (the awsQuery services' own), with more of botocore's `config`."""
     env = emu.env
     return boto3.client(
         service,
-        endpoint_url=emu.http_url,
+        endpoint_url=emu.http_url + path,
         region_name=env["AWS_REGION"],
         aws_access_key_id=credentials.get("key", env["AWS_ACCESS_KEY_ID"]),
         aws_secret_access_key=credentials.get("secret", env["AWS_SECRET_ACCESS_KEY"]),
-        config=botocore.config.Config(parameter_validation=validate),
+        config=botocore.config.Config(parameter_validation=validate, **(config or {})),
     )
 
 

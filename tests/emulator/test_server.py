@@ -41,7 +41,7 @@ def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     combined = Manifest.from_obj(
         {
             "resources": [{"kind": r.kind, "spec": r.spec} for r in default.resources] + text_only,
-            "images": {"text-only": {"command": TEXT_ONLY_COMMAND}},
+            "images": {**default.images, "text-only": {"command": TEXT_ONLY_COMMAND}},
         }
     )
     config = fast_config(tmp_path_factory.mktemp("emulator"), startup_timeout_s=240)

@@ -1,5 +1,4 @@
-"""gateway/front.py: what both OpenAI fronts (the gateway, the emulator's routes) refuse before a
-container sees the body, in OpenAI's envelope."""
+"""gateway/front.py: what the gateway refuses before a container sees the body, in OpenAI's envelope."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ import json
 import pytest
 
 from gateway.front import (
-    MAX_BODY_BYTES,
     OpenAIRefusal,
     captioned_request,
     endpoint_for,
@@ -40,7 +38,6 @@ def test_openais_names_mean_the_only_endpoint_and_an_endpoint_names_itself():
         (b"[1]", 400, "not_an_object"),
         (b'{"voice": "af"}', 400, "missing_text"),
         (b"[" * 100_000, 400, "invalid_json"),  # too deep for json: refused, not a crash
-        (b" " * (MAX_BODY_BYTES + 1), 413, "body_too_large"),
     ],
 )
 def test_bodies_that_cannot_be_speech_are_refused_in_openais_envelope(raw: bytes, status: int, code: str):

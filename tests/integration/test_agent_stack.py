@@ -88,7 +88,7 @@ def test_demo_cli_compares_both_modes(stack):
     to speak before its end however slow the machine's synthesis is."""
     result = subprocess.run(
         [
-            *(sys.executable, "-m", "deploy.commands.agent", "demo", "--endpoint-url", stack.agent_url),
+            *(sys.executable, "-m", "deploy", "demo", "--endpoint-url", stack.agent_url),
             *("--prompt", LONG_PROMPT, "--runs", "1", "--json"),
         ],
         capture_output=True,

@@ -45,7 +45,7 @@ def test_demo_cli_through_the_runtime_arn_reports_the_ratio(stack):
     written, batch only once it is complete (the ratio's size is `python -m benchmarks agent`'s)."""
     result = subprocess.run(
         [
-            *(sys.executable, "-m", "deploy.commands.agent", "demo", "--endpoint-url", stack.runtime_arn),
+            *(sys.executable, "-m", "deploy", "demo", "--endpoint-url", stack.runtime_arn),
             *("--prompt", LONG_PROMPT, "--runs", "1", "--json"),
         ],
         capture_output=True,

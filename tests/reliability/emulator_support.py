@@ -207,6 +207,13 @@ def stops_everything(process: subprocess.Popen, sig: int, timeout_s: float) -> s
 
 
 @contextlib.contextmanager
+def empty_emulator(home: Path) -> Iterator[Emulator]:
+    """An emulator with no resources (compose/empty.yaml's manifest): it starts in about a second."""
+    with emulator_in_thread(fast_config(home), manifest([])) as running:
+        yield running
+
+
+@contextlib.contextmanager
 def echo_emulator(home: Path, replicas: int = 1, **overrides: Any) -> Iterator[Emulator]:
     """An emulator (fast test settings plus `overrides`) with one endpoint `echo` of echo containers."""
     resources = [

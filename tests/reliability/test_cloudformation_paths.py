@@ -18,7 +18,7 @@ from emulator.controller.paths import UnsafePath, within
 from emulator.controller.store import Store
 from emulator.images import ImageBuildError
 from emulator.images.build import BuildRequest, source_hash
-from emulator.services.cloudformation.control import CloudFormation
+from emulator.services.cloudformation.control import CloudFormationControl
 
 pytestmark = pytest.mark.reliability
 
@@ -31,9 +31,9 @@ class NoPeers:
         return False
 
 
-def _run(home: Path, resources: dict[str, Any], name: str = "Hostile") -> tuple[CloudFormation, Any]:
+def _run(home: Path, resources: dict[str, Any], name: str = "Hostile") -> tuple[CloudFormationControl, Any]:
     store = Store()
-    cloudformation = CloudFormation(EmulatorConfig(home=home), store, NoPeers(), images=None)  # type: ignore[arg-type]
+    cloudformation = CloudFormationControl(EmulatorConfig(home=home), store, NoPeers(), images=None)  # type: ignore[arg-type]
 
     async def create() -> Any:
         body = {"StackName": name, "TemplateBody": json.dumps({"Resources": resources})}
@@ -44,7 +44,7 @@ def _run(home: Path, resources: dict[str, Any], name: str = "Hostile") -> tuple[
     return cloudformation, asyncio.run(create())
 
 
-def _delete(cloudformation: CloudFormation, stack: Any) -> None:
+def _delete(cloudformation: CloudFormationControl, stack: Any) -> None:
     async def delete() -> None:
         cloudformation.DeleteStack({"StackName": stack.name})
         if stack.task is not None:

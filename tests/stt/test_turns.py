@@ -1,12 +1,21 @@
 """The turn tracker on scripted VAD probabilities: when speech is confirmed, when the turn ends, what
-is a false start, and what audio each utterance carries."""
+is a false start, and what audio each utterance carries; and the rule that ends a turn at a pause."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from stt.config import VAD_CHUNK_MS, VAD_CHUNK_SAMPLES
-from stt.turns import SpeechPaused, SpeechStarted, TurnPolicy, TurnTracker, UtteranceEnded
+from stt.config import VAD_CHUNK_MS, VAD_CHUNK_SAMPLES, STTConfig
+from stt.turns import (
+    SpeechPaused,
+    SpeechResumed,
+    SpeechStarted,
+    TurnPolicy,
+    TurnTracker,
+    UtteranceEnded,
+    ends_turn,
+)
 
 POLICY = TurnPolicy(threshold=0.5, end_of_turn_ms=320, min_speech_ms=96, speech_pad_ms=64)
 
@@ -49,9 +58,78 @@ def test_a_short_burst_is_a_false_start_and_never_reported():
 def test_a_pause_shorter_than_the_turn_end_keeps_one_utterance():
     _, events = run([0.9] * 4 + [0.1] * 8 + [0.9] * 4 + [0.0] * 12)
     # paused twice; the first pause's audio is not the utterance's (speech resumed after it)
-    assert [type(e) for e in events] == [SpeechStarted, SpeechPaused, SpeechPaused, UtteranceEnded]
-    first_pause, last_pause, ended = events[1:]
+    kinds = [SpeechStarted, SpeechPaused, SpeechResumed, SpeechPaused, UtteranceEnded]
+    assert [type(e) for e in events] == kinds
+    first_pause, resumed, last_pause, ended = events[1:]
+    assert resumed == SpeechResumed(1)
     assert len(first_pause.samples) < len(ended.samples) == len(last_pause.samples)
+
+
+def feed(tracker: TurnTracker, count: int) -> list:
+    return tracker.feed(np.zeros(count * VAD_CHUNK_SAMPLES, np.float32))
+
+
+def test_a_pause_judged_finished_ends_the_turn_there_with_the_audio_it_was_judged_on():
+    scores = iter([0.9] * 6 + [0.0] * 4 + [0.9] * 6 + [0.0] * 20)
+    tracker = TurnTracker(POLICY, lambda chunk: next(scores))
+    *_, paused = feed(tracker, 10)
+    assert isinstance(paused, SpeechPaused)
+    assert tracker.end_turn(paused.utterance + 1) is None  # not the utterance that paused
+    ended = tracker.end_turn(paused.utterance)
+    assert ended == UtteranceEnded(paused.utterance, paused.samples, paused.start_ms, paused.end_ms)
+    assert not tracker.in_utterance and tracker.end_turn(paused.utterance) is None
+    started, *_ = feed(tracker, 6)  # the next speech is the next utterance
+    assert started == SpeechStarted(2, 10 * VAD_CHUNK_MS)
+
+
+def test_a_pause_that_speech_came_back_after_cannot_end_the_turn():
+    scores = iter([0.9] * 6 + [0.0] * 4 + [0.9])
+    tracker = TurnTracker(POLICY, lambda chunk: next(scores))
+    *_, paused = feed(tracker, 10)
+    assert feed(tracker, 1) == [SpeechResumed(paused.utterance)]
+    assert tracker.end_turn(paused.utterance) is None and tracker.in_utterance
+
+
+def test_a_check_later_than_the_pad_judges_the_audio_the_bound_would_end_with():
+    policy = TurnPolicy(
+        threshold=0.5, end_of_turn_ms=640, min_speech_ms=96, speech_pad_ms=64, turn_check_ms=200
+    )
+    _, events = run([0.9] * 6 + [0.0] * 30, policy)
+    _, paused, ended = events
+    assert np.array_equal(paused.samples, ended.samples)
+    assert (paused.start_ms, paused.end_ms) == (ended.start_ms, ended.end_ms)
+
+
+def test_with_the_default_settings_a_300_ms_pause_in_a_sentence_does_not_end_the_turn():
+    """The end-of-turn default guarded by what it does (#49): 300 ms of silence inside a sentence, not
+    judged finished, leaves one utterance; the turn ends only after the sentence's last word."""
+    policy = TurnPolicy.from_config(STTConfig())
+    speech, pause = [0.9] * 30, [0.0] * round(300 / VAD_CHUNK_MS)
+    tracker, events = run(speech + pause + speech + [0.0] * 100, policy, finish=False)
+    ended = [e for e in events if isinstance(e, UtteranceEnded)]
+    assert len(ended) == 1 and tracker.utterances == 1
+    assert chunk_ids(ended[0])[-1] >= 2 * len(speech) + len(pause)  # the second half is in it
+    # a 1.5 s thinking pause does not end it either
+    long_pause = [0.0] * round(1500 / VAD_CHUNK_MS)
+    tracker, events = run(speech + long_pause + speech + [0.0] * 100, policy, finish=False)
+    assert [type(e) for e in events].count(UtteranceEnded) == 1
+
+
+@pytest.mark.parametrize(
+    ("complete", "text", "ends"),
+    [
+        (0.9, "What is the capital of France?", True),
+        (0.3, "What is the capital of France?", False),  # it does not sound finished
+        (0.9, "Could you find me a", False),  # no sentence ends on an article
+        (0.9, "I want to, um", False),
+        (0.9, "My number is five five five,", False),  # Whisper's own comma
+        (0.9, "Tell me about the weather and", False),
+        (0.9, "What is the weather like?", True),  # a preposition ends questions often
+        (0.1, "", True),  # nothing was said (a cough): nothing to wait for
+    ],
+)
+def test_a_pause_ends_the_turn_on_its_sound_and_its_meaning(complete: float, text: str, ends: bool):
+    assert ends_turn(complete, text, cut=0.5) is ends
 
 
 def test_probabilities_between_the_thresholds_do_not_count_as_silence():

@@ -3,24 +3,27 @@
 Docker-marked tests run against the engine that answers (`scripts/test` starts one where the machine
 allows it). Where none answers they skip with the reason, except in CI (`CI=true`), where they fail:
 CI must run them. The images come from the repository's Dockerfiles through `emulator.images`, the
-same code as `python -m emulator up --runtime docker`, built once per test session when missing.
+same code as `python -m emulator up --runtime docker`, from the Dockerfiles the manifests name, built once
+per test session when missing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import docker
 import pytest
 
-from emulator.config import ImageSpec, default_images
+from emulator.config import ImageSpec
 from emulator.controller.runtimes import RuntimeUnavailable
 from emulator.controller.runtimes.docker import connect
 from emulator.images.build import ensure_images
+from tests.support.dockerfiles import known_images
 
 # testcontainers' reaper (Ryuk) is an image from Docker Hub; every test removes its own containers.
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -29,6 +32,7 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
 
 TTS_IMAGE = "voice-agent-aws/kokoro-tts:latest"
+STT_IMAGE = "voice-agent-aws/whisper-stt:latest"
 ECHO_IMAGE = "voice-agent-aws/echo:latest"
 
 
@@ -55,7 +59,7 @@ def require_docker() -> None:
 @functools.cache
 def built(image: str) -> str:
     """`image` in the engine, built from its Dockerfile (progress on stderr) when missing."""
-    ensure_images([image], default_images(), progress=lambda line: print(line, file=sys.stderr, flush=True))
+    ensure_images([image], known_images(), progress=lambda line: print(line, file=sys.stderr, flush=True))
     return image
 
 
@@ -72,3 +76,26 @@ def built_from(image: str, specs: Mapping[str, ImageSpec]) -> str:
 
 def docker_client() -> docker.DockerClient:
     return connect()
+
+
+@contextlib.contextmanager
+def serving(image: str, startup_s: float = 180) -> Iterator[str]:
+    """`image` started as SageMaker starts it (`docker run IMAGE serve`) on a loopback port, once its
+    `/ping` says 200: its URL."""
+    # testcontainers reads its settings when it is imported: after this module's os.environ lines.
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.wait_strategies import HttpWaitStrategy
+
+    container = (
+        DockerContainer(image)
+        .with_command("serve")
+        .waiting_for(HttpWaitStrategy(8080, "/ping").for_status_code(200).with_startup_timeout(startup_s))
+    )
+    container.ports["8080/tcp"] = ("127.0.0.1", None)  # loopback only (with_bind_ports takes no address)
+    with container:
+        yield f"http://127.0.0.1:{container.get_exposed_port(8080)}"
+
+
+def inside(image: str, code: str) -> list[bytes]:
+    """The words `python -c code` prints inside `image` (its entry point set aside)."""
+    return docker_client().containers.run(image, entrypoint=["python", "-c", code], remove=True).split()

@@ -1,6 +1,8 @@
-"""The container's ASGI app: `GET /ping`, `POST /invocations`, `WS /invocations-bidirectional-stream`.
+"""The container's ASGI app: the container kit's routes (`GET /ping`, `POST /invocations`,
+`WS /invocations-bidirectional-stream`, container_kit/routes.py) around `TTSContainer`, which answers them
+once the model is ready.
 
-The routes only glue the parts together: the protocol parses, the scheduler computes, the streaming
+The container only glues the parts together: the protocol parses, the scheduler computes, the streaming
 module frames and encodes, the session runs a WebSocket conversation.
 
 `POST /invocations` answers every bad request with typed JSON before any audio: 415 for a media type
@@ -13,22 +15,22 @@ starts only once the first audio frame exists). The same route reads OpenAI's sp
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
 import json
-import logging
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from container_kit.app import container_app
+from container_kit.body import ClientGone, read_body, unless_disconnected
+from container_kit.errors import RequestError, error_statuses
+from container_kit.routes import error_response
 from facts import MEDIA_TYPES
 from tts.config import TTSConfig
-from tts.scheduling.scheduler import Job
+from tts.scheduling.scheduler import Job, Scheduler
 from tts.serving.metrics import publish_error
 from tts.serving.model_host import ModelHost
 from tts.serving.session import Session
@@ -40,151 +42,102 @@ from tts.wire.openai_speech import SpeechRequest, is_speech_body, parse_speech
 from tts.wire.protocol import ProtocolError, Synthesize, check_media_type, decode, invocation_request
 from tts.wire.sse import encode_event
 
-log = logging.getLogger("tts.serving.app")
-
 type Frames = AsyncIterator[bytes | TimedWords]
+type Started = tuple[Job, AudioStats, bytes | TimedWords | None, Frames]
 
-# HTTP status of each error code on `POST /invocations`; every other code is a 400.
-HTTP_STATUS = {
-    "body_too_large": 413,
-    "unsupported_media_type": 415,
-    "synthesis_failed": 500,
-    "not_ready": 503,
-    "busy": 503,
-}
+# HTTP status of each error code on `POST /invocations` (the kit's `body_too_large` 413 and `not_ready`
+# 503 with them); every other code is a 400.
+HTTP_STATUS = error_statuses({"unsupported_media_type": 415, "synthesis_failed": 500, "busy": 503})
 
 
-def _error(error: ProtocolError) -> Response:
-    """Typed JSON, non-ASCII escaped so that no client value can make the reply unencodable."""
-    return Response(
-        json.dumps(error.to_json()),
-        status_code=HTTP_STATUS.get(error.code, 400),
-        media_type="application/json",
-    )
+def create_app(config: TTSConfig) -> Starlette:
+    return container_app(TTSContainer(config))
 
 
-def _openai_error(error: ProtocolError) -> Response:
+def _error(error: RequestError) -> Response:
+    return error_response(error, HTTP_STATUS)
+
+
+def _openai_error(error: RequestError) -> Response:
     status = HTTP_STATUS.get(error.code, 400)
     return Response(
         json.dumps(openai_speech.error_body(error, status)), status_code=status, media_type="application/json"
     )
 
 
-def _not_ready(host: ModelHost) -> Response:
-    return _error(ProtocolError("not_ready", host.load_error or "model is loading"))
+class TTSContainer:
+    """Kokoro behind the kit's routes (container_kit/container.py's `Container`): they call it only once
+    the model host is ready, so its engine, scheduler and catalog are loaded."""
 
+    statuses = HTTP_STATUS
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The body, read chunk by chunk and refused as soon as it is over `limit` bytes."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
-        raise ProtocolError("body_too_large", f"the body has {declared} bytes; the limit is {limit}")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise ProtocolError("body_too_large", f"the body is over the limit of {limit} bytes")
-    return bytes(body)
+    def __init__(self, config: TTSConfig) -> None:
+        self.config = config
+        self.host = ModelHost(config)
 
+    def health(self) -> dict[str, object]:
+        engine, scheduler, _ = self.host.serving()
+        return {"status": "ok", "engine": engine.name, "device": engine.device, "load": scheduler.load}
 
-def create_app(config: TTSConfig) -> Starlette:
-    host = ModelHost(config)
+    async def invoke(self, request: Request) -> Response:
+        _, scheduler, catalog = self.host.serving()
+        obj: dict[str, object] | None = None
+        try:
+            check_media_type(request.headers.get("content-type"))
+            obj = decode(await read_body(request, self.config.max_body_bytes))
+            if obj.get("type") == "voices":
+                return JSONResponse(protocol.voice_list(catalog))
+            speech = parse_speech(obj, catalog) if is_speech_body(obj) else None
+            synth, transport = (speech.synthesize, "") if speech else invocation_request(obj, catalog)
+        except RequestError as error:
+            publish_error(error.code)  # a synthesis failure is counted where it is found (streaming)
+            return _openai_error(error) if obj is not None and is_speech_body(obj) else _error(error)
+        try:
+            started = await self._start(request, scheduler, synth)
+        except RequestError as error:  # the synthesis failed before its first audio: counted there
+            return _openai_error(error) if speech else _error(error)
+        except ClientGone:  # gave up its place in line: nobody reads the answer
+            return Response(status_code=499)
+        if speech:
+            return await self._openai_response(speech, started)
+        job, stats, first, frames = started
+        if transport == "sse":
+            events = _sse_events(self.host, job, first, frames, stats)
+            return StreamingResponse(events, media_type="text/event-stream")
+        body = _binary_body(self.host, job, first, frames)
+        return StreamingResponse(body, media_type=MEDIA_TYPES[synth.format])
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        loading = asyncio.create_task(host.load())
-        yield
-        loading.cancel()
-        await host.close()
-
-    async def ping(request: Request) -> Response:
-        if not host.ready.is_set():
-            return _not_ready(host)
-        engine, load = host.engine, host.scheduler.load if host.scheduler else None
-        return JSONResponse({"status": "ok", "engine": engine.name, "device": engine.device, "load": load})
-
-    async def start(synth: Synthesize) -> tuple[Job, AudioStats, bytes | TimedWords | None, Frames]:
-        """Submit the job and wait for its first frame, so that a failure is still a typed answer."""
-        scheduler = host.scheduler
-        if scheduler is None:
-            raise ProtocolError("not_ready", host.load_error or "model is loading")
+    async def _start(self, request: Request, scheduler: Scheduler, synth: Synthesize) -> Started:
+        """Submit the job and wait for its first frame (a place in line included), so that a failure is
+        still a typed answer; a client that hangs up meanwhile cancels the job (ClientGone)."""
         owner = object()  # one request: its slot frees once its audio is computed
         job = scheduler.submit(owner, synth)
         scheduler.closed(owner)
         stats = AudioStats()
-        frames = audio_frames(
-            job, frame_bytes(config.frame_ms), stats, lambda: host.scheduler and host.scheduler.load
-        )
+        frames = audio_frames(job, frame_bytes(self.config.frame_ms), stats, lambda: scheduler.load)
         try:
-            first = await anext(frames, None)
+            first = await unless_disconnected(request, anext(frames, None))
         except SynthesisFailed as exc:
             raise ProtocolError(exc.code, str(exc), synth.request_id) from exc
         except BaseException:
-            _release(host, job)
+            _release(self.host, job)
             raise
         return job, stats, first, frames
 
-    async def invocations(request: Request) -> Response:
-        if not host.ready.is_set() or host.scheduler is None or host.catalog is None:
-            return _not_ready(host)
-        obj: dict[str, object] | None = None
-        try:
-            check_media_type(request.headers.get("content-type"))
-            obj = decode(await _read_body(request, config.max_body_bytes))
-            if obj.get("type") == "voices":
-                return JSONResponse(protocol.voice_list(host.catalog))
-            speech = parse_speech(obj, host.catalog) if is_speech_body(obj) else None
-            synth, transport = (speech.synthesize, "") if speech else invocation_request(obj, host.catalog)
-        except ProtocolError as error:
-            publish_error(error.code)  # a synthesis failure is counted where it is found (streaming)
-            return _openai_error(error) if obj is not None and is_speech_body(obj) else _error(error)
-        try:
-            job, stats, first, frames = await start(synth)
-        except ProtocolError as error:  # the synthesis failed before its first audio: counted there
-            return _openai_error(error) if speech else _error(error)
-        if speech:
-            return await openai_response(speech, job, stats, first, frames)
-        if transport == "sse":
-            return StreamingResponse(
-                _sse_events(host, job, first, frames, stats), media_type="text/event-stream"
-            )
-        return StreamingResponse(_binary_body(host, job, first, frames), media_type=MEDIA_TYPES[synth.format])
-
-    async def openai_response(
-        speech: SpeechRequest, job: Job, stats: AudioStats, first: bytes | TimedWords | None, frames: Frames
-    ) -> Response:
+    async def _openai_response(self, speech: SpeechRequest, started: Started) -> Response:
+        job, stats, first, frames = started
         if speech.captioned:
-            return await _captioned(host, job, first, frames)
+            return await _captioned(self.host, job, first, frames)
         if speech.stream_format == "sse":
-            return StreamingResponse(
-                _openai_sse_events(host, job, first, frames, stats), media_type="text/event-stream"
-            )
+            events = _openai_sse_events(self.host, job, first, frames, stats)
+            return StreamingResponse(events, media_type="text/event-stream")
         media_type = MEDIA_TYPES[speech.synthesize.format]
-        return StreamingResponse(_binary_body(host, job, first, frames), media_type=media_type)
+        return StreamingResponse(_binary_body(self.host, job, first, frames), media_type=media_type)
 
-    async def bidirectional(websocket: WebSocket) -> None:
-        if not host.ready.is_set() or host.scheduler is None or host.catalog is None:
-            await websocket.close(code=1013, reason="model is loading")
-            return
-        await websocket.accept()
-        await Session(
-            websocket,
-            host.scheduler,
-            host.catalog,
-            frame_bytes(config.frame_ms),
-            config.send_ahead_ms / 1000,
-        ).run()
-
-    app = Starlette(
-        routes=[
-            Route("/ping", ping, methods=["GET", "POST"]),
-            Route("/invocations", invocations, methods=["POST"]),
-            WebSocketRoute("/invocations-bidirectional-stream", bidirectional),
-        ],
-        lifespan=lifespan,
-    )
-    app.state.model_host = host
-    return app
+    async def converse(self, websocket: WebSocket) -> None:
+        _, scheduler, catalog = self.host.serving()
+        frames, send_ahead_s = frame_bytes(self.config.frame_ms), self.config.send_ahead_ms / 1000
+        await Session(websocket, scheduler, catalog, frames, send_ahead_s).run()
 
 
 async def _binary_body(

@@ -13,8 +13,9 @@ import asyncio
 import json
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from container_kit import container
 from tts.config import TTSConfig
 from tts.engines import create_engine
 from tts.engines.base import SpeechEngine
@@ -31,13 +32,11 @@ CALIBRATION_SAVE_S = 60.0
 
 
 @dataclass
-class ModelHost:
+class ModelHost(container.ModelHost):
     config: TTSConfig
     engine: SpeechEngine | None = None
     scheduler: Scheduler | None = None
     catalog: Catalog | None = None
-    load_error: str | None = None
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
     _saving: asyncio.Task[None] | None = None
 
     async def load(self) -> None:
@@ -81,6 +80,11 @@ class ModelHost:
         )
         self._saving = asyncio.create_task(self._save_calibration(), name="tts-calibration-save")
         self.ready.set()
+
+    def serving(self) -> tuple[SpeechEngine, Scheduler, Catalog]:
+        """The loaded parts, which `load` sets before `ready` (the kit's routes wait for it)."""
+        assert self.engine is not None and self.scheduler is not None and self.catalog is not None
+        return self.engine, self.scheduler, self.catalog
 
     async def _save_calibration(self) -> None:
         while True:

@@ -7,7 +7,7 @@ is our own path: the same speech text, engine, scheduler, encoders and error cod
 
 Fields (OpenAI's names and defaults):
 - `input`: the text; `voice`: a voice or a blend `a(2)+b(1)` (`tts/voices.py`); `model`: ignored here
-  (the emulator and the gateway read it to choose the endpoint).
+  (the gateway reads it to choose the endpoint).
 - `response_format`: mp3 (the default), opus, aac, flac, wav, pcm (24 kHz mono s16le, as OpenAI's).
 - `speed`: OpenAI takes 0.25-4.0; Kokoro speaks 0.5-2.0 intelligibly (`protocol.MIN_SPEED` /
   `MAX_SPEED`), so a speed within OpenAI's range is clamped to ours (0.25 is spoken at 0.5, 4.0 at
@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
+from container_kit.errors import RequestError
 from tts.text.timings import TimedWords
 from tts.wire.protocol import MAX_SPEED, MIN_SPEED, Catalog, ProtocolError, Synthesize, synthesize_request
 
@@ -112,7 +113,7 @@ def parse_speech(obj: dict[str, object], catalog: Catalog) -> SpeechRequest:
     return SpeechRequest(synthesize_request(ours, catalog, ("binary",)), str(stream_format), captioned)
 
 
-def error_body(error: ProtocolError, status: int) -> dict[str, object]:
+def error_body(error: RequestError, status: int) -> dict[str, object]:
     """OpenAI's error envelope for one of our errors."""
     kind = "invalid_request_error" if status < 500 else "server_error"
     return {
@@ -133,7 +134,7 @@ def audio_done(characters: int, frames: int) -> dict[str, object]:
     }
 
 
-def stream_error(error: ProtocolError) -> dict[str, object]:
+def stream_error(error: RequestError) -> dict[str, object]:
     """A failure after the SSE stream began: an `error` event in OpenAI's envelope."""
     return {"type": "error", **error_body(error, 500)}
 

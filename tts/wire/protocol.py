@@ -15,6 +15,8 @@ import unicodedata
 import uuid
 from dataclasses import dataclass
 
+from container_kit.errors import RequestError
+from container_kit.messages import message_text, shown
 from facts import AUDIO_FORMATS, CHANNELS, SAMPLE_RATE
 from tts.text.speech_text import speech_text
 from tts.text.timings import TimedWords
@@ -30,20 +32,17 @@ JSON_MEDIA_TYPES = ("application/json", "application/octet-stream", "text/plain"
 # Unicode categories that can be spoken (letters, numbers, symbols, punctuation); a text without any
 # (only spaces, control, format or private-use characters) has nothing to speak.
 _SPEAKABLE = frozenset("LNSP")
-_SHOWN_CHARS = 40
 
 
-class ProtocolError(ValueError):
-    """A message the container cannot act on; `code` is stable, `message` is for people."""
+class ProtocolError(RequestError):
+    """A message the container cannot act on (the kit's typed error), naming the request it answers."""
 
     def __init__(self, code: str, message: str, request_id: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
         self.request_id = request_id
 
     def to_json(self) -> dict[str, object]:
-        body: dict[str, object] = {"type": "error", "code": self.code, "message": self.message}
+        body = super().to_json()
         if self.request_id is not None:
             body["request_id"] = self.request_id
         return body
@@ -96,24 +95,14 @@ class Voices:
 Message = Synthesize | Cancel | Close
 
 
-def _show(value: object) -> str:
-    """A client's value quoted in an error message: ASCII-safe (repr) and short."""
-    shown = repr(value)
-    return shown if len(shown) <= _SHOWN_CHARS else f"{shown[:_SHOWN_CHARS]}... ({len(shown)} chars)"
-
-
 def _reject_constant(name: str) -> float:
     raise ProtocolError("invalid_json", f"message is not JSON: {name} is not a JSON number")
 
 
 def decode(raw: str | bytes) -> dict[str, object]:
-    if isinstance(raw, bytes):
-        try:
-            raw = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ProtocolError("invalid_utf8", f"message is not UTF-8 (byte {exc.start})") from None
+    text = message_text(raw, ProtocolError)
     try:
-        obj = json.loads(raw, parse_constant=_reject_constant)
+        obj = json.loads(text, parse_constant=_reject_constant)
     except ProtocolError:
         raise
     except json.JSONDecodeError as exc:
@@ -208,18 +197,18 @@ def synthesize_request(obj: dict[str, object], catalog: Catalog, transports: tup
         raise ProtocolError("invalid_speed", "'speed' must be a number", request_id)
     if not MIN_SPEED <= speed <= MAX_SPEED:
         raise ProtocolError(
-            "invalid_speed", f"'speed' must be within {MIN_SPEED}-{MAX_SPEED}, got {_show(speed)}", request_id
+            "invalid_speed", f"'speed' must be within {MIN_SPEED}-{MAX_SPEED}, got {shown(speed)}", request_id
         )
     fmt = _optional_str(obj, "format", request_id) or "pcm"
     if fmt not in AUDIO_FORMATS:
         raise ProtocolError(
             "unknown_format",
-            f"unknown format {_show(fmt)}; expected one of {', '.join(AUDIO_FORMATS)}",
+            f"unknown format {shown(fmt)}; expected one of {', '.join(AUDIO_FORMATS)}",
             request_id,
         )
     lang = _optional_str(obj, "lang", request_id) or catalog.default_lang
     if lang not in catalog.languages:
-        raise ProtocolError("unknown_language", f"unknown language {_show(lang)}", request_id)
+        raise ProtocolError("unknown_language", f"unknown language {shown(lang)}", request_id)
     timestamps = obj.get("timestamps")
     if timestamps is not None and not isinstance(timestamps, bool):
         raise ProtocolError("invalid_field", "'timestamps' must be true or false", request_id)
@@ -228,7 +217,7 @@ def synthesize_request(obj: dict[str, object], catalog: Catalog, transports: tup
     if transport not in transports:
         raise ProtocolError(
             "invalid_transport",
-            f"unknown transport {_show(transport)}; expected {' or '.join(transports)}",
+            f"unknown transport {shown(transport)}; expected {' or '.join(transports)}",
             request_id,
         )
     return Synthesize(
@@ -254,7 +243,7 @@ def parse_message(raw: str | bytes, catalog: Catalog) -> Message:
     if kind == "close":
         return Close()
     raise ProtocolError(
-        "unknown_type", f"unknown message type {_show(kind)}; expected synthesize, cancel or close"
+        "unknown_type", f"unknown message type {shown(kind)}; expected synthesize, cancel or close"
     )
 
 
@@ -267,7 +256,7 @@ def check_media_type(content_type: str | None) -> None:
     if media_type not in JSON_MEDIA_TYPES:
         raise ProtocolError(
             "unsupported_media_type",
-            f"Content-Type {_show(media_type)} is not accepted; send application/json",
+            f"Content-Type {shown(media_type)} is not accepted; send application/json",
         )
 
 

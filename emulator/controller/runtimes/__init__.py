@@ -15,6 +15,27 @@ if TYPE_CHECKING:
     from emulator.config import EmulatorConfig
 
 BIDI_LABEL = "com.amazonaws.sagemaker.capabilities.bidirectional-streaming"
+STAND_IN_LABEL = "voice-agent-aws.stands-in-for"
+"""On an image the emulator built for its engine's own platform in place of the one it runs on in AWS
+(the agent's linux/arm64, built for linux/amd64 because emulating arm64 is slow): that platform. The
+emulated AgentCore accepts such an image for an ARM64 runtime and says so in its events."""
+
+
+@dataclass(frozen=True)
+class ImagePlatform:
+    """What an image is built for, as the engine reports it (`docker image inspect`: Os/Architecture)."""
+
+    platform: str
+    """`linux/arm64`, `linux/amd64`."""
+    stands_in_for: str | None = None
+    """Its STAND_IN_LABEL: the platform it stands in for, when the emulator built it for another."""
+
+    @classmethod
+    def from_inspect(cls, attrs: dict[str, object]) -> ImagePlatform:
+        labels = (attrs.get("Config") or {}).get("Labels") or {}  # type: ignore[union-attr]
+        return cls(
+            f"{attrs.get('Os', 'linux')}/{attrs.get('Architecture', 'unknown')}", labels.get(STAND_IN_LABEL)
+        )
 
 
 class RuntimeUnavailable(RuntimeError):
@@ -61,6 +82,11 @@ class Runtime(Protocol):
 
     async def is_bidirectional(self, image: str) -> bool:
         """Whether the image carries the bidirectional-streaming capability label."""
+        ...
+
+    def image_platform(self, image: str) -> ImagePlatform | None:
+        """What `image` is built for; None where the runtime cannot tell (local commands, an image the
+        engine does not have yet)."""
         ...
 
     async def start(self, request: StartRequest) -> ReplicaHandle: ...

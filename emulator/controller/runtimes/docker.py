@@ -38,7 +38,13 @@ import docker.types
 from docker.models.containers import Container
 
 from emulator.config import ImageSpec
-from emulator.controller.runtimes import BIDI_LABEL, ReplicaHandle, RuntimeUnavailable, StartRequest
+from emulator.controller.runtimes import (
+    BIDI_LABEL,
+    ImagePlatform,
+    ReplicaHandle,
+    RuntimeUnavailable,
+    StartRequest,
+)
 from emulator.controller.runtimes.process import resolve_image
 from emulator.processes import free_port, pid_alive
 
@@ -194,6 +200,14 @@ class DockerRuntime:
             self._labels[image] = str((found.labels or {}).get(BIDI_LABEL, "")).lower() == "true"
         return self._labels[image]
 
+    def image_platform(self, image: str) -> ImagePlatform | None:
+        try:
+            return ImagePlatform.from_inspect(self.client.api.inspect_image(image))
+        except docker.errors.ImageNotFound:
+            return None
+        except docker.errors.APIError as exc:
+            raise RuntimeUnavailable(f"cannot inspect image {image}: {exc.explanation or exc}") from exc
+
     async def start(self, request: StartRequest) -> ReplicaHandle:
         self._follow_events()
         volumes = {}
@@ -206,20 +220,9 @@ class DockerRuntime:
             REPLICA_LABEL: request.replica_id,
         }
 
-        spec = resolve_image(self.images, request.image)
         environment = dict(request.environment)
         gpus = await asyncio.to_thread(self.gpu_settings, environment, request.log_path)
-        network: dict[str, Any] = {"ports": {CONTAINER_PORT: (self.host, None)}}
-        host_port = None
-        if spec is not None and spec.listen_variables is not None:
-            host_port = free_port(self.host)
-            host_variable, port_variable = spec.listen_variables
-            environment |= {host_variable: self.host, port_variable: str(host_port)}
-            network = {"network_mode": "host"}
-            bundle = environment.get("AWS_CA_BUNDLE")  # the emulator's CA: the same path inside
-            if bundle:
-                volumes[bundle] = {"bind": bundle, "mode": "ro"}
-
+        network, host_port = self._network(resolve_image(self.images, request.image), environment, volumes)
         name = f"{request.replica_id}-{self.instance[:8]}"
 
         def run() -> Container:
@@ -258,6 +261,22 @@ class DockerRuntime:
         if code is not None and not replica.exited.done():
             replica.exited.set_result(code)
         return replica
+
+    def _network(
+        self, spec: ImageSpec | None, environment: dict[str, str], volumes: dict[str, Any]
+    ) -> tuple[dict[str, Any], int | None]:
+        """Where a replica listens: its port 8080 published on a free host port (found once it runs:
+        None), or, for an image that names its listen variables, the host's network on a port chosen
+        here and given to it in those variables (with the emulator's CA at the same path inside)."""
+        if spec is None or spec.listen_variables is None:
+            return {"ports": {CONTAINER_PORT: (self.host, None)}}, None
+        host_port = free_port(self.host)
+        host_variable, port_variable = spec.listen_variables
+        environment |= {host_variable: self.host, port_variable: str(host_port)}
+        bundle = environment.get("AWS_CA_BUNDLE")
+        if bundle:
+            volumes[bundle] = {"bind": bundle, "mode": "ro"}
+        return {"network_mode": "host"}, host_port
 
     def _remove_named(self, name: str) -> None:
         with contextlib.suppress(docker.errors.DockerException):

@@ -110,6 +110,10 @@ class ProcessRuntime:
         spec = resolve_image(self.images, image)
         return spec is not None and spec.bidirectional
 
+    def image_platform(self, image: str) -> None:
+        """A local command has no image to inspect: it runs on this machine's CPU, whatever AWS runs."""
+        return None
+
     async def start(self, request: StartRequest) -> ReplicaHandle:
         spec = self._spec(request.image)
         port = free_port(self.host)

@@ -1,6 +1,6 @@
 """Bedrock AgentCore Runtime control plane: agent runtimes and their endpoints, as operations.
 
-`AgentRuntimeControl` holds the operations as plain methods taking the boto3 request (path and
+`AgentCoreControl` holds the operations as plain methods taking the boto3 request (path and
 query members included, as `bedrock-agentcore-control` names them) and returning the response
 members, so the YAML manifests (`kind: AgentRuntime`, spec = the `create_agent_runtime` request) go
 through exactly the code boto3 reaches. `emulator/services/agentcore/routes.py` binds them to restJson1.
@@ -24,13 +24,15 @@ from typing import Any
 
 from emulator.controller.reconcile import Controller
 from emulator.controller.store import AgentRuntime, Model, Replica, RuntimeEndpoint, Store
-from emulator.services.agentcore.errors import conflict, field_error, not_found
+from emulator.services.agentcore.errors import architecture_incompatible, conflict, field_error, not_found
 from emulator.services.agentcore.shapes import (
+    ARCHITECTURES,
     DEFAULT_ENDPOINT,
     ENDPOINT_NAME_RE,
     ID_ALPHABET,
     RUNTIME_ID_RE,
     RUNTIME_NAME_RE,
+    architecture,
     check_request,
     container_uri,
     environment,
@@ -41,7 +43,7 @@ from emulator.services.agentcore.shapes import (
 from emulator.wire.awsjson import Operation
 
 
-class AgentRuntimeControl:
+class AgentCoreControl:
     def __init__(
         self,
         store: Store,
@@ -104,6 +106,29 @@ class AgentRuntimeControl:
             container_args=(),
         )
 
+    def image_platform(self, body: Mapping[str, Any], cpu: str) -> str | None:
+        """What the request's image is built for, refused as AgentCore refuses it when that is not the
+        runtime's architecture (`cpu`, ARM64 by default); an image the emulator built for its engine in
+        place of an arm64 one (`STAND_IN_LABEL`) is accepted, and said so. None where the runtime cannot
+        tell (local commands; an image the engine lacks fails when its replica starts)."""
+        uri = container_uri(body)
+        found = self.controller.runtime.image_platform(uri)
+        if found is None:
+            return None
+        wanted = ARCHITECTURES[cpu]
+        if found.platform == wanted:
+            return wanted
+        if found.stands_in_for != wanted:
+            raise architecture_incompatible(uri, cpu)
+        self.store.events.add(
+            "Warning",
+            "PlatformStandIn",
+            str(body.get("agentRuntimeName") or body.get("agentRuntimeId")),
+            f"image {uri} is {found.platform}, built by the emulator in place of {wanted} (AgentCore runs "
+            f"only {wanted} there): this run does not show how it runs as {wanted}",
+        )
+        return f"{found.platform} for {wanted}"
+
     # runtimes -------------------------------------------------------------------------------------
 
     def CreateAgentRuntime(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -112,10 +137,11 @@ class AgentRuntimeControl:
         string_map(body, "tags")
         if any(rt.name == name for rt in self.store.agent_runtimes.values()):
             raise conflict(f"An agent runtime with the name {name} already exists")
+        platform = self.image_platform(body, architecture(body))
         runtime_id = f"{name}-{''.join(secrets.choice(ID_ALPHABET) for _ in range(10))}"
         arn = self.runtime_arn(runtime_id)
         request = {k: v for k, v in body.items() if k != "clientToken"}
-        runtime = AgentRuntime(id=runtime_id, name=name, arn=arn, request=request)
+        runtime = AgentRuntime(id=runtime_id, name=name, arn=arn, request=request, platform=platform)
         runtime.pending = self._replica(runtime, body)
         runtime.endpoints[DEFAULT_ENDPOINT] = self._endpoint(runtime, DEFAULT_ENDPOINT, "1")
         self.store.agent_runtimes[runtime_id] = runtime
@@ -161,6 +187,7 @@ class AgentRuntimeControl:
             "agentRuntimeArtifact": request["agentRuntimeArtifact"],
             "protocolConfiguration": request.get("protocolConfiguration") or {"serverProtocol": "HTTP"},
             "environmentVariables": environment(request),
+            "cpuConfigurations": [{"architecture": architecture(request)}],
         }
         if runtime.failure_reason:
             out["failureReason"] = runtime.failure_reason
@@ -189,9 +216,14 @@ class AgentRuntimeControl:
         check_request(body)
         if runtime.status not in {"READY", "CREATE_FAILED", "UPDATE_FAILED"}:
             raise conflict(f"Agent runtime {runtime.id} is {runtime.status}; wait until it is READY")
+        cpu = architecture(runtime.request)
+        if body.get("cpuConfigurations") and architecture(body) != cpu:
+            raise field_error("cpuConfigurations", f"Immutable after creation: the runtime is {cpu}")
+        runtime.platform = self.image_platform({**body, "agentRuntimeName": runtime.name}, cpu)
         runtime.version += 1
         runtime.request = {
             "agentRuntimeName": runtime.name,
+            "cpuConfigurations": [{"architecture": cpu}],
             **{k: v for k, v in body.items() if k not in {"clientToken", "agentRuntimeId"}},
         }
         if runtime.pending is not None:  # a failed creation: nothing serves yet

@@ -24,6 +24,18 @@ def field_error(name: str, message: str) -> AwsError:
     )
 
 
+def architecture_incompatible(uri: str, architecture: str) -> AwsError:
+    """CreateAgentRuntime/UpdateAgentRuntime for an image of another CPU. AWS's text, as deployers quote
+    it (public troubleshooting notes of AgentCore projects; AWS's own guide only says the container
+    must be ARM64): `ValidationException: Architecture incompatible for uri '<uri>'. Supported
+    architectures: [arm64]`."""
+    return AwsError(
+        "ValidationException",
+        f"Architecture incompatible for uri '{uri}'. Supported architectures: [{architecture.lower()}]",
+        400,
+    )
+
+
 def not_found(message: str) -> AwsError:
     return AwsError("ResourceNotFoundException", message, 404)
 

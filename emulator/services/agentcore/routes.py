@@ -15,7 +15,7 @@ import httpx
 from quart import Blueprint
 
 from emulator.config import EmulatorConfig
-from emulator.services.agentcore.control import AgentRuntimeControl
+from emulator.services.agentcore.control import AgentCoreControl
 from emulator.services.agentcore.errors import agentcore_error
 from emulator.services.agentcore.runtime import runtime_handlers
 from emulator.wire.restjson import Route, rest_json_blueprint
@@ -47,9 +47,7 @@ QUERY_MEMBERS = {"version": "agentRuntimeVersion", "maxResults": "maxResults", "
 """The query-string members of the control-plane operations, by their model names."""
 
 
-def blueprints(
-    config: EmulatorConfig, control: AgentRuntimeControl, http: httpx.AsyncClient
-) -> list[Blueprint]:
+def blueprints(config: EmulatorConfig, control: AgentCoreControl, http: httpx.AsyncClient) -> list[Blueprint]:
     control_routes = rest_json_blueprint(
         "agentcore_control", CONTROL_ROUTES, control.operations(), agentcore_error, QUERY_MEMBERS
     )

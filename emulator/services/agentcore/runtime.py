@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 
 import httpx
 import websockets
@@ -39,7 +39,7 @@ from emulator.config import EmulatorConfig
 from emulator.controller.forward import post_invocation
 from emulator.controller.routing import Lease
 from emulator.controller.store import AgentRuntime, Replica
-from emulator.services.agentcore.control import AgentRuntimeControl
+from emulator.services.agentcore.control import AgentCoreControl
 from emulator.services.agentcore.errors import (
     access_denied,
     agentcore_error,
@@ -89,7 +89,7 @@ class Invocation:
 
 
 def resolve(
-    control: AgentRuntimeControl,
+    control: AgentCoreControl,
     target: str,
     qualifier: str | None,
     session_id: str | None,
@@ -151,10 +151,69 @@ def payload_too_large(limit: int) -> AwsError:
     return field_error("payload", f"Member must have length less than or equal to {limit}")
 
 
+def _forwarded(
+    headers: Mapping[str, str], call: Invocation, names: Sequence[str] = FORWARDED
+) -> dict[str, str]:
+    """The client's headers AgentCore passes to the container, its custom ones, and the session's ids."""
+    forwarded = {h: headers[h] for h in names if h in headers}
+    forwarded |= {k: v for k, v in headers.items() if k.lower().startswith(CUSTOM_HEADER_PREFIX)}
+    return forwarded | {SESSION_HEADER: call.session_id, REQUEST_ID_HEADER: request_id()}
+
+
+async def _open_invocation(
+    http: httpx.AsyncClient, call: Invocation, body: bytes, headers: dict[str, str]
+) -> httpx.Response:
+    """The container's answer, opened as a stream; its refusal (non-2xx) is AgentCore's 424."""
+    upstream = await post_invocation(http, call.replica, body, headers, INVOCATION_TIMEOUT)
+    if not 200 <= upstream.status_code < 300:
+        text = (await upstream.aread()).decode(errors="replace")
+        await upstream.aclose()
+        raise runtime_client_error(
+            f"Received error ({upstream.status_code}) from runtime. Check your CloudWatch logs "
+            f"for more information. Response: {text[:1000]} (emulator log: {call.replica.log_path})"
+        )
+    return upstream
+
+
+async def _passthrough(
+    config: EmulatorConfig,
+    control: AgentCoreControl,
+    call: Invocation,
+    upstream: httpx.Response,
+    lease: Lease,
+) -> AsyncIterator[bytes]:
+    """The container's answer as it arrives; one that breaks off breaks the client's response off too."""
+    try:
+        async for chunk in delayed_chunks(
+            upstream.aiter_raw(), Delay(config.latency_out_ms, config.jitter_out_ms)
+        ):
+            yield chunk
+    except httpx.HTTPError as exc:
+        reason = f"the agent runtime's container broke off its answer: {type(exc).__name__} {exc}"
+        control.store.events.add("Warning", "StreamBroken", call.replica.id, reason)
+        raise StreamBroken(reason) from None  # the client's response breaks off too
+    finally:
+        await upstream.aclose()
+        lease.release()
+
+
+async def _open_socket(call: Invocation, headers: dict[str, str]) -> websockets.ClientConnection:
+    """The replica's `/ws`, with the headers AgentCore passes on."""
+    assert call.replica.address is not None  # resolve() answers only a ready replica
+    host, port = call.replica.address
+    return await websockets.connect(
+        f"ws://{host}:{port}/ws",
+        additional_headers=headers,
+        open_timeout=WS_CONNECT_TIMEOUT_S,
+        max_size=None,
+        proxy=None,
+    )
+
+
 def runtime_handlers(
-    config: EmulatorConfig, control: AgentRuntimeControl, http: httpx.AsyncClient
+    config: EmulatorConfig, control: AgentCoreControl, http: httpx.AsyncClient
 ) -> dict[str, Handler]:
-    """InvokeAgentRuntime (served by routes.py)."""
+    """InvokeAgentRuntime and its WebSocket stream (served by routes.py)."""
 
     @body_limit(MAX_PAYLOAD, payload_too_large)
     async def invoke(target: str) -> Response:
@@ -166,43 +225,18 @@ def runtime_handlers(
             )
         except AwsError as err:
             return agentcore_error(err)
-        headers = {h: request.headers[h] for h in FORWARDED if h in request.headers}
-        headers |= {k: v for k, v in request.headers.items() if k.lower().startswith(CUSTOM_HEADER_PREFIX)}
-        headers[SESSION_HEADER] = call.session_id
-        headers[REQUEST_ID_HEADER] = request_id()
+        headers = _forwarded(request.headers, call)
         await Delay(config.latency_in_ms, config.jitter_in_ms).hold(time.monotonic())
         lease = Lease(call.replica)
         try:
-            upstream = await post_invocation(http, call.replica, body, headers, INVOCATION_TIMEOUT)
-            if not 200 <= upstream.status_code < 300:
-                text = (await upstream.aread()).decode(errors="replace")
-                await upstream.aclose()
-                raise runtime_client_error(
-                    f"Received error ({upstream.status_code}) from runtime. Check your CloudWatch logs "
-                    f"for more information. Response: {text[:1000]} (emulator log: {call.replica.log_path})"
-                )
+            upstream = await _open_invocation(http, call, body, headers)
         except (httpx.HTTPError, AwsError) as exc:
             lease.release()
             if isinstance(exc, httpx.HTTPError):
                 exc = runtime_client_error(f"could not reach the agent runtime's container: {exc}")
             return agentcore_error(exc)
-
-        async def passthrough() -> AsyncIterator[bytes]:
-            try:
-                async for chunk in delayed_chunks(
-                    upstream.aiter_raw(), Delay(config.latency_out_ms, config.jitter_out_ms)
-                ):
-                    yield chunk
-            except httpx.HTTPError as exc:
-                reason = f"the agent runtime's container broke off its answer: {type(exc).__name__} {exc}"
-                control.store.events.add("Warning", "StreamBroken", call.replica.id, reason)
-                raise StreamBroken(reason) from None  # the client's response breaks off too
-            finally:
-                await upstream.aclose()
-                lease.release()
-
         return Response(
-            passthrough(),
+            _passthrough(config, control, call, upstream, lease),
             status=upstream.status_code,
             content_type=upstream.headers.get("Content-Type", "application/octet-stream"),
             headers={SESSION_HEADER: call.session_id, "x-amzn-RequestId": headers[REQUEST_ID_HEADER]},
@@ -215,21 +249,10 @@ def runtime_handlers(
             call = resolve(control, target, args.get("qualifier"), session, args.get("accountId"))
         except AwsError as err:
             return agentcore_error(err)
-        headers = {h: client_headers[h] for h in FORWARDED if h in client_headers and h != "Content-Type"}
-        headers |= {k: v for k, v in client_headers.items() if k.lower().startswith(CUSTOM_HEADER_PREFIX)}
-        headers[SESSION_HEADER] = call.session_id
-        headers[REQUEST_ID_HEADER] = request_id()
-        assert call.replica.address is not None  # resolve() answers only a ready replica
-        host, port = call.replica.address
+        headers = _forwarded(client_headers, call, [h for h in FORWARDED if h != "Content-Type"])
         lease = Lease(call.replica)
         try:
-            upstream = await websockets.connect(
-                f"ws://{host}:{port}/ws",
-                additional_headers=headers,
-                open_timeout=WS_CONNECT_TIMEOUT_S,
-                max_size=None,
-                proxy=None,
-            )
+            upstream = await _open_socket(call, headers)
         except (OSError, TimeoutError, websockets.InvalidHandshake) as exc:
             lease.release()
             return agentcore_error(runtime_client_error(f"could not open the agent runtime's /ws: {exc}"))

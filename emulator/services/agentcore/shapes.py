@@ -18,6 +18,9 @@ ROLE_ARN_RE = re.compile(r"^arn:aws(-[^:]+)?:iam::([0-9]{12})?:role/.+$")
 ENDPOINT_NAME_RE = RUNTIME_NAME_RE
 DEFAULT_ENDPOINT = "DEFAULT"
 MAX_ENVIRONMENT = 50
+ARCHITECTURES = {"ARM64": "linux/arm64", "X86_64": "linux/amd64"}
+"""AgentCore's CPU architectures (`cpuConfigurations[].architecture`) -> the image platform each runs."""
+DEFAULT_ARCHITECTURE = "ARM64"
 ID_ALPHABET = string.ascii_letters + string.digits
 
 
@@ -68,9 +71,30 @@ def environment(body: Mapping[str, Any]) -> dict[str, str]:
     return string_map(body, "environmentVariables")
 
 
+def architecture(body: Mapping[str, Any]) -> str:
+    """The runtime's CPU architecture: its `cpuConfigurations` entry (at most one), ARM64 when omitted, as
+    botocore's model documents it. (X86_64 needs the Runtime platform version V2 there; the emulator
+    records `platformVersion` and does not check it.)"""
+    configurations = body.get("cpuConfigurations") or []
+    if not isinstance(configurations, list) or len(configurations) > 1:
+        raise field_error("cpuConfigurations", "At most one entry is permitted")
+    if not configurations:
+        return DEFAULT_ARCHITECTURE
+    entry = configurations[0]
+    value = entry.get("architecture") if isinstance(entry, Mapping) else None
+    if value not in ARCHITECTURES:
+        raise field_error(
+            "cpuConfigurations",
+            f"Value '{value}' at 'cpuConfigurations.1.member.architecture' failed to satisfy constraint: "
+            f"Member must satisfy enum value set: [{', '.join(ARCHITECTURES)}]",
+        )
+    return value
+
+
 def check_request(body: Mapping[str, Any]) -> None:
     """The members CreateAgentRuntime and UpdateAgentRuntime share."""
     container_uri(body)
+    architecture(body)
     required_string(body, "roleArn", ROLE_ARN_RE)
     environment(body)
     protocol = body.get("protocolConfiguration")

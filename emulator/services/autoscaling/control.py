@@ -30,7 +30,7 @@ from emulator.services.autoscaling.shapes import (
 from emulator.wire.awsjson import Operation
 
 
-class AutoScaling:
+class AutoScalingControl:
     def __init__(self, config: EmulatorConfig, store: Store) -> None:
         self.config = config
         self.store = store

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from emulator.services.autoscaling.control import AutoScaling
+from emulator.services.autoscaling.control import AutoScalingControl
 from emulator.wire.awsjson import Operation
 from emulator.wire.validation import ServiceModel
 
@@ -13,5 +13,5 @@ TARGET_PREFIX = "AnyScaleFrontendService"
 SERVICE_MODEL = ServiceModel("application-autoscaling")
 
 
-def json_targets(control: AutoScaling) -> dict[str, Mapping[str, Operation]]:
+def json_targets(control: AutoScalingControl) -> dict[str, Mapping[str, Operation]]:
     return {TARGET_PREFIX: control.operations()}

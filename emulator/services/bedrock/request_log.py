@@ -1,5 +1,5 @@
 """Bedrock's record of the model requests it answered, for tests and benchmarks to read: served by the
-operator's routes at `GET /_emulator/bedrock/requests` (emulator/admin.py; not an AWS API, under the
+operator's routes at `GET /_emulator/bedrock/requests` (emulator/admin/routes.py; not an AWS API, under the
 operator prefix, so unsigned).
 
 Each entry is a Converse/ConverseStream request as the model saw it (`model_id`, `messages`, `system`,

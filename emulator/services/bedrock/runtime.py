@@ -16,7 +16,7 @@ model failure is HTTP 424 `ModelErrorException` for Converse and a `modelStreamE
 once a stream has started; an unexpected fault is `InternalServerException` (500, or its stream
 event). `inferenceConfig.maxTokens` cuts the reply (stopReason `max_tokens`); `toolConfig` is accepted
 and answered in text (the models never call tools). Every request is recorded for tests to read
-(`request_log.py`, served at `GET /_emulator/bedrock/requests` by emulator/admin.py).
+(`request_log.py`, served at `GET /_emulator/bedrock/requests` by emulator/admin/routes.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ so adding a type is one function and one line.
 
 Each entry turns a resource's resolved properties into the other services' control operations
 (`Context.call(service, operation, request)`: boto3's service names, the API's operation names, wired
-by emulator/app.py as `Services.call`) and returns what was made (`Made`): its physical id, its
+by emulator/server/app.py as `Services.call`) and returns what was made (`Made`): its physical id, its
 `Fn::GetAtt` attributes, the steps that delete it, and a note of what the emulator does not honour,
 which becomes the resource's CREATE_COMPLETE event reason (never dropped without a word).
 
@@ -13,10 +13,8 @@ which becomes the resource's CREATE_COMPLETE event reason (never dropped without
   `s3://BUCKET/PREFIX` becomes the `file://` URL of the bucket's local directory.
 - An S3 bucket is a directory under the emulator's home (`<home>/buckets/<name>`); the CDK's
   BucketDeployment copies its staged source (the cloud assembly's `asset.<hash>` directory) under its
-  key prefix, exactly the files its Lambda would upload. A bucket's name is held to S3's rules
-  (`bucket_name`) and every key and asset to its directory (`emulator.controller.paths.within`) before
-  anything is created: a template names them, and a name like `/home/me` or `../..` would otherwise
-  create, then delete with the stack, a directory of the host.
+  key prefix, exactly the files its Lambda would upload. A bucket's name is held to S3's rules and every
+  key and asset to its directory (shapes.py's `bucket_name` and `inside`) before anything is created.
 - Application Auto Scaling targets and policies go to the emulator's autoscaling (recorded, not applied).
 - CloudWatch alarms and dashboards go to a `cloudwatch` service when the emulator has one; otherwise,
   like IAM, Lambda and SNS (no email goes out locally), they are recorded as created, the event saying
@@ -28,78 +26,20 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from emulator.controller.paths import UnsafePath, within
+from emulator.services.cloudformation.shapes import Call, Made, Undo, bucket_name, inside
 from emulator.services.cloudformation.template import Scope, TemplateError
 
 ASSET_URI = re.compile(r"container-assets-[^:/]+:(?P<hash>[0-9a-f]{64})$")
-_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
-_IP_ADDRESS = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
-_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
-_RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
 STACK_TAG = "aws:cloudformation:stack-name"
 """The tag CloudFormation puts on what it creates (the manifest's tagged runtimes form a stack too)."""
 
 
-def bucket_name(name: object) -> str:
-    """`name` if S3 would create a general purpose bucket by it; TemplateError with S3's 400 otherwise
-    (3-63 characters of a-z, 0-9, `.` and `-`, a letter or digit at each end, no `..`, not an IP
-    address, none of S3's reserved prefixes and suffixes)."""
-    text = str(name)
-    if (
-        not isinstance(name, str)
-        or not _BUCKET.fullmatch(text)
-        or ".." in text
-        or _IP_ADDRESS.fullmatch(text)
-        or text.startswith(_RESERVED_PREFIXES)
-        or text.endswith(_RESERVED_SUFFIXES)
-    ):
-        raise TemplateError(
-            f"Bucket name {text[:100]!r} is not valid: 3-63 characters of a-z, 0-9, '.' and '-', "
-            "beginning and ending with a letter or digit (Service: S3, Status Code: 400, "
-            "Error Code: InvalidBucketName)"
-        )
-    return text
-
-
-def inside(root: Path, *names: str) -> Path:
-    """A key or asset of a template as a path under `root`; TemplateError for one that leaves it."""
-    try:
-        return within(root, *names)
-    except UnsafePath as exc:
-        raise TemplateError(f"not a key the emulator keeps locally: {exc}") from exc
-
-
 Caller = Callable[[str, str, dict[str, Any]], dict[str, Any]]
 """Another service's control operation: (service, operation, request) -> response."""
-
-
-@dataclass(frozen=True)
-class Call:
-    service: str
-    operation: str
-    body: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Undo:
-    """One step of deleting a resource: a call, then (`gone_when`) a read polled until it answers
-    not-found (an endpoint's or runtime's containers stopped), or a local directory removed."""
-
-    call: Call | None = None
-    gone_when: Call | None = None
-    directory: Path | None = None
-
-
-@dataclass
-class Made:
-    physical_id: str
-    attrs: dict[str, str] = field(default_factory=dict)
-    undo: tuple[Undo, ...] = ()
-    note: str | None = None
 
 
 @dataclass

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from quart import Blueprint
 
-from emulator.services.cloudformation.control import CloudFormation
+from emulator.services.cloudformation.control import CloudFormationControl
 from emulator.services.cloudformation.errors import NAMESPACE
 from emulator.wire.awsquery import aws_query_blueprint
 
 PATH = "/cloudformation/"
 
 
-def blueprints(control: CloudFormation) -> list[Blueprint]:
-    return [aws_query_blueprint("CloudFormation", PATH, NAMESPACE, control.operations())]
+def blueprints(control: CloudFormationControl) -> list[Blueprint]:
+    return [aws_query_blueprint("CloudFormation", PATH, NAMESPACE, control.operations(), "cloudformation")]

@@ -1,5 +1,7 @@
-"""A template's intrinsic functions and creation order, resolved against a `Scope` (no I/O).
+"""A template read, its intrinsic functions and creation order, resolved against a `Scope` (no I/O).
 
+- `parse` reads a JSON template and checks the shape of what the emulator reads of it: an object of at
+  most MAX_DEPTH levels, with Resources (each with a Type), and Parameters and Outputs of objects.
 - `resolve` replaces `Ref`, `Fn::GetAtt`, `Fn::Join`, `Fn::Sub`, `Fn::Select`, `Fn::Split`,
   `Fn::ImportValue`, `Fn::If` and the pseudo parameters with their values: the stack's parameters,
   the account and region, each resource's physical id and attributes as it is created, and the
@@ -15,16 +17,58 @@ service turns it into the failed resource's status reason or a `ValidationError`
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 SUB_VARIABLE = re.compile(r"\$\{([^}!]+)\}")
+MAX_DEPTH = 100
+"""How deep a template may nest. A CDK template nests about 10 levels. 100,000 levels ran the JSON
+parser out of recursion, a 500 in JSON where CloudFormation answers XML; and one just under the parser's
+own limit (about 1,000) could still run out resolving its intrinsics or writing it back (GetTemplate)."""
 
 
 class TemplateError(ValueError):
     """A template the emulator cannot apply: an intrinsic, a reference or a cycle it cannot resolve."""
+
+
+def parse(text: str) -> dict[str, Any]:
+    """A JSON template, as far as the emulator reads it; a `TemplateError` (CloudFormation's "Template
+    format error") for anything else."""
+    try:
+        template = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise TemplateError(f"Template format error: the emulator reads JSON templates ({exc})") from exc
+    if _deeper_than(template, MAX_DEPTH):
+        raise TemplateError(f"Template format error: the template nests deeper than {MAX_DEPTH} levels")
+    resources = template.get("Resources") if isinstance(template, dict) else None
+    if not isinstance(resources, dict) or not resources:
+        raise TemplateError("Template format error: At least one Resources member must be defined.")
+    for logical, raw in resources.items():
+        if not isinstance(raw, dict) or not isinstance(raw.get("Type"), str):
+            raise TemplateError(f"Template format error: resource {logical} has no Type")
+    for section in ("Parameters", "Outputs", "Conditions"):
+        entries = template.get(section) or {}
+        if not isinstance(entries, dict) or (
+            section != "Conditions" and not all(isinstance(entry, dict) for entry in entries.values())
+        ):
+            raise TemplateError(f"Template format error: {section} is an object of named objects")
+    return template
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    pending = [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if isinstance(node, dict | list):
+            if depth > limit:
+                return True
+            pending.extend(
+                (child, depth + 1) for child in (node.values() if isinstance(node, dict) else node)
+            )
+    return False
 
 
 @dataclass

@@ -20,6 +20,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from emulator.services.cloudwatch.errors import invalid, missing, no_alarm, no_dashboard
 from emulator.services.cloudwatch.runtime import Metrics
 from emulator.services.cloudwatch.shapes import COMPARISONS, AlarmDefinition, alarm_definition, text
@@ -27,6 +29,9 @@ from emulator.wire.awsjson import Operation
 
 STATES = ("OK", "ALARM", "INSUFFICIENT_DATA")
 HISTORY = 100  # items kept per alarm
+REASON_VALUES = (
+    10  # the newest datapoints a state change's reason lists (its StateReason holds 1,023 characters)
+)
 MAX_DASHBOARD_BYTES = 1_000_000  # CloudWatch's limit on a dashboard body
 
 
@@ -151,36 +156,44 @@ class CloudWatchControl:
         """Every alarm on one metric, over its last complete periods at `now`."""
         now = self._clock() if now is None else now
         for alarm in list(self.alarms.values()):
-            definition = alarm.definition
-            if definition.metric is None:
-                continue
-            length, count = definition.period, definition.evaluation_periods
-            end = (now // length) * length
-            start = end - count * length
-            found = dict(self.metrics.periods(definition.metric, start, end, length, definition.stat))  # type: ignore[arg-type]
-            compare = COMPARISONS[definition.comparison]
-            verdicts = []
-            for index in range(count):
-                value = found.get(start + index * length)
-                if value is not None:
-                    verdicts.append(compare(value, definition.threshold))
-                elif definition.treat_missing in ("breaching", "notBreaching"):
-                    verdicts.append(definition.treat_missing == "breaching")
-            if not verdicts:
-                if definition.treat_missing != "ignore":
-                    self._change(alarm, "INSUFFICIENT_DATA", f"no datapoints in the last {count} period(s)")
-                continue
-            breaching = sum(verdicts)
-            values = ", ".join(f"{v:g}" for _, v in sorted(found.items())) or "none"
-            state = "ALARM" if breaching >= definition.datapoints_to_alarm else "OK"
-            self._change(
-                alarm,
-                state,
-                f"Threshold Crossed: {breaching} out of the last {count} datapoints [{values}] "
-                f"{'were' if state == 'ALARM' else 'were not'} {definition.comparison} "
-                f"the threshold ({definition.threshold:g}) (minimum {definition.datapoints_to_alarm} "
-                f"datapoint(s) for {state} -> {'OK' if state == 'ALARM' else 'ALARM'} transition).",
-            )
+            if alarm.definition.metric is not None:
+                self._evaluate(alarm, now)
+
+    def _evaluate(self, alarm: Alarm, now: float) -> None:
+        """One alarm, its periods as arrays: at most 86,400 of them (AWS's rule on Period x
+        EvaluationPeriods, shapes.alarm_definition), read with one range query."""
+        definition = alarm.definition
+        length, count = definition.period, definition.evaluation_periods
+        end = (now // length) * length
+        start = end - count * length
+        read = self.metrics.periods(definition.metric, start, end, length, definition.stat)  # type: ignore[arg-type]
+        found = np.full(count, np.nan)
+        found[((read.starts - start) // length).astype(np.int64)] = read.column(definition.stat)  # type: ignore[arg-type]
+        present = ~np.isnan(found)
+        with np.errstate(invalid="ignore"):
+            breaching = int((COMPARISONS[definition.comparison](found, definition.threshold) & present).sum())
+        verdicts = int(present.sum())
+        if definition.treat_missing in ("breaching", "notBreaching"):
+            breaching += (count - verdicts) if definition.treat_missing == "breaching" else 0
+            verdicts = count
+        if not verdicts:
+            if definition.treat_missing != "ignore":
+                self._change(alarm, "INSUFFICIENT_DATA", f"no datapoints in the last {count} period(s)")
+            return
+        state = "ALARM" if breaching >= definition.datapoints_to_alarm else "OK"
+        if state == alarm.state:
+            return
+        values = found[present]
+        shown = ", ".join(f"{v:g}" for v in values[-REASON_VALUES:].tolist()) or "none"
+        self._change(
+            alarm,
+            state,
+            f"Threshold Crossed: {breaching} out of the last {count} datapoints "
+            f"[{'..., ' if len(values) > REASON_VALUES else ''}{shown}] "
+            f"{'were' if state == 'ALARM' else 'were not'} {definition.comparison} "
+            f"the threshold ({definition.threshold:g}) (minimum {definition.datapoints_to_alarm} "
+            f"datapoint(s) for {state} -> {'OK' if state == 'ALARM' else 'ALARM'} transition).",
+        )
 
     async def run(self, interval_s: float) -> None:
         while True:
@@ -212,7 +225,7 @@ class CloudWatchControl:
         dashboard = text(body, "DashboardBody", limit=MAX_DASHBOARD_BYTES)
         try:
             parsed = json.loads(dashboard)  # type: ignore[arg-type]
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # a body nested 100,000 deep: the parser's recursion
             raise invalid(f"The dashboard body is not JSON: {exc}") from exc
         if not isinstance(parsed, dict) or not isinstance(parsed.get("widgets", []), list):
             raise invalid("The dashboard body is an object with a list of widgets.")

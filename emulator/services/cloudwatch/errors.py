@@ -30,3 +30,9 @@ def not_emulated(what: str) -> AwsError:
 
 def no_alarm(name: str) -> AwsError:
     return AwsError("ResourceNotFound", f"Alarm {name} does not exist", 404)
+
+
+def bad_token() -> AwsError:
+    return AwsError(
+        "InvalidNextToken", "The service cannot find the token: it is not one GetMetricData gave."
+    )

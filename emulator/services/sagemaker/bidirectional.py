@@ -310,48 +310,51 @@ class Session:
         await self.ws.wait_closed(self.config.end_of_input_grace_s)
 
 
+async def open_session(config: EmulatorConfig, router: Router, runtime: Runtime, name: str) -> Session:
+    """A replica of the endpoint the request names, checked as SageMaker checks it (a variant, the
+    image's bidirectional label), and its container's WebSocket open: the session's two ends."""
+    signed = auth.signature()
+    target = parse_target(name, request.headers)
+    try:
+        route = router.route(name, target.variant)
+    except RoutingError as err:
+        if err.kind == "no_replica":
+            raise AwsError(
+                "ServiceUnavailableError", err.message, 503, ErrorCode="ServiceUnavailable"
+            ) from err
+        raise input_error(err.message) from err
+    try:
+        labelled = await runtime.is_bidirectional(route.deployed.model.image)
+    except RuntimeUnavailable as exc:
+        raise input_error(str(exc)) from exc
+    if not labelled:
+        raise input_error(
+            f"Endpoint {name} does not support bidirectional streaming: "
+            f"image {route.deployed.model.image} "
+            "lacks the label com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true."
+        )
+    host, port = route.replica.address or ("127.0.0.1", 0)
+    try:
+        ws = await FrameSocket.connect(host, port, target.resource, limit_s=config.ws_connect_timeout_s)
+    except HandshakeRejected as exc:
+        err = model_error(config, route, exc.status, bytes(exc.body).decode(errors="replace"))
+        err.members["ErrorCode"] = "ModelError"
+        raise err from exc
+    except (OSError, TimeoutError) as exc:
+        err = model_error(config, route, 0, f"could not open a WebSocket to the container: {exc!r}")
+        err.members["ErrorCode"] = "ModelError"
+        raise err from exc
+    return Session(config, route, ws, signed)
+
+
 def bidirectional_handlers(config: EmulatorConfig, router: Router, runtime: Runtime) -> dict[str, Handler]:
     """InvokeEndpointWithBidirectionalStream (served by routes.py)."""
-
-    async def open_session(name: str) -> Session:
-        signed = auth.signature()
-        target = parse_target(name, request.headers)
-        try:
-            route = router.route(name, target.variant)
-        except RoutingError as err:
-            if err.kind == "no_replica":
-                raise AwsError(
-                    "ServiceUnavailableError", err.message, 503, ErrorCode="ServiceUnavailable"
-                ) from err
-            raise input_error(err.message) from err
-        try:
-            labelled = await runtime.is_bidirectional(route.deployed.model.image)
-        except RuntimeUnavailable as exc:
-            raise input_error(str(exc)) from exc
-        if not labelled:
-            raise input_error(
-                f"Endpoint {name} does not support bidirectional streaming: "
-                f"image {route.deployed.model.image} "
-                "lacks the label com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true."
-            )
-        host, port = route.replica.address or ("127.0.0.1", 0)
-        try:
-            ws = await FrameSocket.connect(host, port, target.resource, limit_s=config.ws_connect_timeout_s)
-        except HandshakeRejected as exc:
-            err = model_error(config, route, exc.status, bytes(exc.body).decode(errors="replace"))
-            err.members["ErrorCode"] = "ModelError"
-            raise err from exc
-        except (OSError, TimeoutError) as exc:
-            err = model_error(config, route, 0, f"could not open a WebSocket to the container: {exc!r}")
-            err.members["ErrorCode"] = "ModelError"
-            raise err from exc
-        return Session(config, route, ws, signed)
 
     @auth.event_stream_input
     @body_limit(BUFFERED_INPUT, unread_input_overflow)
     async def bidirectional(name: str) -> Response:
         try:
-            session = await open_session(name)
+            session = await open_session(config, router, runtime, name)
         except AwsError as err:
             return rest_json_error(err)
         body = request.body

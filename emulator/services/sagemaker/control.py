@@ -1,6 +1,6 @@
 """The SageMaker control plane (awsJson1.1: `POST /`, `X-Amz-Target: SageMaker.<Operation>`).
 
-`ControlPlane` holds the operations as plain methods (dict in, dict out) so the YAML manifests go
+`SageMakerControl` holds the operations as plain methods (dict in, dict out) so the YAML manifests go
 through exactly the code boto3 reaches; `routes.py` binds them to awsJson1.1. Creating or changing an
 endpoint only records desired state and wakes the controller, as in SageMaker: CreateEndpoint returns
 at once with the endpoint `Creating`.
@@ -21,7 +21,7 @@ from emulator.services.sagemaker.shapes import arn, parse_endpoint_config, parse
 from emulator.wire.awsjson import Operation
 
 
-class ControlPlane:
+class SageMakerControl:
     def __init__(
         self, config: EmulatorConfig, store: Store, runtime: Runtime, controller: Controller
     ) -> None:

@@ -14,7 +14,7 @@ from emulator.config import EmulatorConfig
 from emulator.controller.routing import Router
 from emulator.controller.runtimes import Runtime
 from emulator.services.sagemaker.bidirectional import bidirectional_handlers
-from emulator.services.sagemaker.control import ControlPlane
+from emulator.services.sagemaker.control import SageMakerControl
 from emulator.services.sagemaker.runtime import runtime_handlers
 from emulator.wire.awserrors import rest_json_error
 from emulator.wire.awsjson import Operation
@@ -38,7 +38,7 @@ BIDIRECTIONAL_VIEWS = (
 )
 
 
-def json_targets(control: ControlPlane) -> dict[str, Mapping[str, Operation]]:
+def json_targets(control: SageMakerControl) -> dict[str, Mapping[str, Operation]]:
     """The control plane for awsJson1.1's one `POST /` (emulator.wire.awsjson)."""
     return {TARGET_PREFIX: control.operations()}
 

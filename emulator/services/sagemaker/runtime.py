@@ -73,10 +73,10 @@ async def open_invocation(
     headers: dict[str, str],
     variant: str | None = None,
 ) -> Invocation:
-    """The path every invocation of an endpoint takes (InvokeEndpoint, its response stream, and the
-    OpenAI routes in front of them, emulator/openai_routes.py): the payload limit, a replica of the
-    endpoint, the fidelity's inbound delay, the replica's answer opened as a stream. A routing failure
-    is SageMaker's error; no answer from the container is the 424 with status 0."""
+    """The path every invocation of an endpoint takes (InvokeEndpoint and its response stream): the
+    payload limit, a replica of the endpoint, the fidelity's inbound delay, the replica's answer opened
+    as a stream. A routing failure is SageMaker's error; no answer from the container is the 424 with
+    status 0."""
     if len(body) > MAX_PAYLOAD:
         raise payload_too_large(MAX_PAYLOAD)
     try:
@@ -95,37 +95,38 @@ async def open_invocation(
     return Invocation(route, upstream, lease)
 
 
+async def _forward(config: EmulatorConfig, router: Router, http: httpx.AsyncClient, name: str) -> Invocation:
+    """The request's body and SageMaker's headers to a replica; a container's refusal is the 424."""
+    body = await request.get_data()  # within MAX_PAYLOAD (body_limit), refused from its length
+    headers = {h: request.headers[h] for h in FORWARDED if h in request.headers}
+    if "X-Amzn-SageMaker-Accept" in request.headers:
+        headers["Accept"] = request.headers["X-Amzn-SageMaker-Accept"]
+    variant = request.headers.get("X-Amzn-SageMaker-Target-Variant")
+    invocation = await open_invocation(config, router, http, name, body, headers, variant)
+    upstream = invocation.upstream
+    if not 200 <= upstream.status_code < 300:
+        text = (await upstream.aread()).decode(errors="replace")
+        await invocation.close()
+        raise model_error(config, invocation.route, upstream.status_code, text)
+    return invocation
+
+
+def _response_headers(route: Route, upstream: httpx.Response) -> dict[str, str]:
+    headers = {
+        "x-Amzn-Invoked-Production-Variant": route.deployed.variant.name,
+        "x-amzn-RequestId": request_id(),
+    }
+    if "X-Amzn-SageMaker-Custom-Attributes" in upstream.headers:
+        headers["X-Amzn-SageMaker-Custom-Attributes"] = upstream.headers["X-Amzn-SageMaker-Custom-Attributes"]
+    return headers
+
+
 def runtime_handlers(config: EmulatorConfig, router: Router, http: httpx.AsyncClient) -> dict[str, Handler]:
     """InvokeEndpoint and InvokeEndpointWithResponseStream, by operation (served by routes.py)."""
 
-    async def forward(name: str) -> Invocation:
-        body = await request.get_data()  # within MAX_PAYLOAD (body_limit), refused from its length
-        headers = {h: request.headers[h] for h in FORWARDED if h in request.headers}
-        if "X-Amzn-SageMaker-Accept" in request.headers:
-            headers["Accept"] = request.headers["X-Amzn-SageMaker-Accept"]
-        variant = request.headers.get("X-Amzn-SageMaker-Target-Variant")
-        invocation = await open_invocation(config, router, http, name, body, headers, variant)
-        upstream = invocation.upstream
-        if not 200 <= upstream.status_code < 300:
-            text = (await upstream.aread()).decode(errors="replace")
-            await invocation.close()
-            raise model_error(config, invocation.route, upstream.status_code, text)
-        return invocation
-
-    def response_headers(route: Route, upstream: httpx.Response) -> dict[str, str]:
-        headers = {
-            "x-Amzn-Invoked-Production-Variant": route.deployed.variant.name,
-            "x-amzn-RequestId": request_id(),
-        }
-        if "X-Amzn-SageMaker-Custom-Attributes" in upstream.headers:
-            headers["X-Amzn-SageMaker-Custom-Attributes"] = upstream.headers[
-                "X-Amzn-SageMaker-Custom-Attributes"
-            ]
-        return headers
-
     @body_limit(MAX_PAYLOAD, payload_too_large)
     async def invoke(name: str) -> Response:
-        invocation = await forward(name)  # an AwsError is answered by render_errors
+        invocation = await _forward(config, router, http, name)  # an AwsError is answered by render_errors
         try:
             content = await invocation.upstream.aread()
         except httpx.HTTPError as exc:
@@ -138,12 +139,12 @@ def runtime_handlers(config: EmulatorConfig, router: Router, http: httpx.AsyncCl
             content,
             status=200,
             content_type=upstream.headers.get("Content-Type", "application/octet-stream"),
-            headers=response_headers(invocation.route, upstream),
+            headers=_response_headers(invocation.route, upstream),
         )
 
     @body_limit(MAX_PAYLOAD, payload_too_large)
     async def invoke_stream(name: str) -> Response:
-        invocation = await forward(name)  # an AwsError is answered by render_errors
+        invocation = await _forward(config, router, http, name)  # an AwsError is answered by render_errors
         upstream, route = invocation.upstream, invocation.route
         rechunker = Rechunker(config.rechunk, config.rechunk_seed)
         delay = Delay(config.latency_out_ms, config.jitter_out_ms)
@@ -160,7 +161,7 @@ def runtime_handlers(config: EmulatorConfig, router: Router, http: httpx.AsyncCl
             finally:
                 await invocation.close()
 
-        out_headers = response_headers(route, upstream)
+        out_headers = _response_headers(route, upstream)
         out_headers["X-Amzn-SageMaker-Content-Type"] = upstream.headers.get(
             "Content-Type", "application/octet-stream"
         )

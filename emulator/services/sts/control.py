@@ -13,7 +13,7 @@ from emulator.config import EmulatorConfig
 from emulator.wire.awsjson import Operation
 
 
-class Sts:
+class StsControl:
     def __init__(self, config: EmulatorConfig) -> None:
         self.config = config
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from quart import Blueprint
 
-from emulator.services.sts.control import Sts
+from emulator.services.sts.control import StsControl
 from emulator.services.sts.errors import NAMESPACE
 from emulator.wire.awsquery import aws_query_blueprint
 
 PATH = "/sts/"
 
 
-def blueprints(control: Sts) -> list[Blueprint]:
-    return [aws_query_blueprint("STS", PATH, NAMESPACE, control.operations())]
+def blueprints(control: StsControl) -> list[Blueprint]:
+    return [aws_query_blueprint("STS", PATH, NAMESPACE, control.operations(), "sts")]

@@ -20,12 +20,13 @@ from aws_cdk.assertions import Match
 from deploy.app import build_app
 from deploy.images import BIDI_LABEL
 from deploy.model_dir import ModelSource
-from deploy.parts import all_parts
-from deploy.stacks.base import ENDPOINT_INVOKE_ACTIONS
+from deploy.orchestrate import product_parts
+from deploy.stacks.iam import ENDPOINT_INVOKE_ACTIONS
 from emulator.config import EmulatorConfig
 from emulator.controller.store import Store
 from emulator.images.assets import image_tag
-from emulator.services.cloudformation.control import CloudFormation
+from emulator.services.cloudformation.control import CloudFormationControl
+from emulator.services.cloudformation.shapes import ImageAsset
 from tests.deploy.assembly import Assembly, render, statements, synthesize
 from tests.deploy.conftest import ACCOUNT, REGION, image_uris_config, kokoro_stand_in
 
@@ -75,9 +76,9 @@ def test_the_endpoint_runs_the_stt_gpu_image_on_cuda_with_its_weights_inside(ass
     assert container["Environment"] == {"STT_DEVICE": "cuda"}
     assert "ModelDataSource" not in container, "Whisper base is in the image: no model cache"
     assert render(model["Properties"]["ExecutionRoleArn"]) == "${Import}"
-    assert "listening: stt image ctranslate2 4.8.5, CUDA 12.8" in assembly.output
+    assert "whisper-stt: image ctranslate2 4.8.5, CUDA 12.8" in assembly.output
     assert (
-        "listening: inference AMI al2023-ami-sagemaker-inference-gpu-4-1 (NVIDIA driver 580"
+        "whisper-stt: inference AMI al2023-ami-sagemaker-inference-gpu-4-1 (NVIDIA driver 580"
         in assembly.output
     )
 
@@ -151,9 +152,9 @@ def test_the_agent_streams_to_exactly_the_stt_endpoint_and_is_told_its_name(asse
 
 
 def test_without_listen_nothing_of_it_and_on_a_cpu_instance_the_cpu(tmp_path: Path):
-    source = ModelSource("dir", kokoro_stand_in(tmp_path / "model"), "jm_kumo")
+    source = ModelSource("dir", kokoro_stand_in(tmp_path / "model"))
     config = image_uris_config(tmp_path)
-    built = build_app(config, all_parts(config), tmp_path / "off", source)
+    built = build_app(config, product_parts(config), tmp_path / "off", source)
     off = Assembly(Path(built.app.synth().directory))
     assert not [name for name in off.manifest["artifacts"] if name.startswith("WhisperListening")]
     assert "InvokeListeningEndpoint" not in statements(off.template(AGENT_BASE))
@@ -161,7 +162,7 @@ def test_without_listen_nothing_of_it_and_on_a_cpu_instance_the_cpu(tmp_path: Pa
     assert "AGENT_STT_ENDPOINT" not in runtime["Properties"]["EnvironmentVariables"]
 
     cpu = image_uris_config(tmp_path, listen=True, stt_instance_type="ml.c7i.xlarge", stt_endpoint="ears")
-    built = build_app(cpu, all_parts(cpu), tmp_path / "cpu", source)
+    built = build_app(cpu, product_parts(cpu), tmp_path / "cpu", source)
     on_cpu = Assembly(Path(built.app.synth().directory))
     assert on_cpu.docker_images(ENDPOINT) == []
     [model] = on_cpu.template(ENDPOINT).find_resources("AWS::SageMaker::Model").values()
@@ -203,9 +204,9 @@ class Builder:
     def __init__(self) -> None:
         self.built: list[str] = []
 
-    def build(self, dockerfile: str, asset_hash: str, progress: Callable[[str], None]) -> str:
-        self.built.append(dockerfile)
-        return image_tag(dockerfile, asset_hash)
+    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> tuple[str, str | None]:
+        self.built.append(asset.dockerfile)
+        return image_tag(asset.dockerfile, asset.asset_hash), None
 
     def remove(self, tag: str) -> bool:
         return True
@@ -215,7 +216,7 @@ def test_the_emulators_cloudformation_applies_the_stt_stacks(assembly: Assembly,
     """`--target local`: the same templates, created by the emulated CloudFormation from the assembly."""
     config = EmulatorConfig(home=tmp_path / "home", account_id=ACCOUNT, region=REGION)
     recorder, store, builder = Recorder(), Store(), Builder()
-    cloudformation = CloudFormation(config, store, recorder, builder)
+    cloudformation = CloudFormationControl(config, store, recorder, builder)
 
     async def create() -> None:
         for stack in (BASE, ENDPOINT):

@@ -14,8 +14,8 @@ pytest.importorskip("aws_cdk", reason="aws-cdk-lib is the `cdk` extra: pip insta
 from aws_cdk import App
 from aws_cdk.assertions import Template
 
-from deploy.commands.flags import config_from
-from deploy.parts.speech import SpeechPart
+from deploy.flags import add_building, config_from
+from deploy.parts.endpoint import EndpointPart
 from deploy.stacks.observability import ObservabilityStack
 from facts import METRICS_NAMESPACE
 from tests.deploy.conftest import image_uris_config
@@ -25,9 +25,8 @@ pytestmark = pytest.mark.cdk
 
 def template(tmp_path: Path, **overrides: object) -> dict:
     app = App(outdir=str(tmp_path / "cdk.out"), analytics_reporting=False)
-    stack = ObservabilityStack(
-        app, "Observability", config=image_uris_config(tmp_path, **overrides), endpoint_name="kokoro-82m"
-    )
+    config = image_uris_config(tmp_path, **overrides)
+    stack = ObservabilityStack(app, "Observability", config=config, settings=config.speech_endpoint)
     return Template.from_stack(stack).to_json()
 
 
@@ -110,11 +109,9 @@ def test_an_alarm_email_adds_a_topic_that_every_alarm_notifies(tmp_path: Path):
 def test_the_flags_reach_the_config():
     import argparse
 
-    from deploy.commands import flags
-
     parser = argparse.ArgumentParser()
-    flags.add_speech(parser)
-    image = ["--image-uri", "123456789012.dkr.ecr.us-east-1.amazonaws.com/k:gpu"]
+    add_building(parser)
+    image = ["--tts-image-uri", "123456789012.dkr.ecr.us-east-1.amazonaws.com/k:gpu"]
     args = parser.parse_args([*image, "--alarm-email", "a@example.com", "--first-audio-alarm-ms", "700"])
     config = config_from(args)
     assert (config.alarm_email, config.first_audio_alarm_ms) == ("a@example.com", 700.0)
@@ -126,5 +123,6 @@ def test_both_targets_deploy_the_stack(tmp_path: Path):
     """One deploy path: the emulated CloudFormation puts the alarms and dashboard into the emulated
     CloudWatch, as AWS's does."""
     for target in ("aws", "local"):
-        stacks = SpeechPart(image_uris_config(tmp_path, target=target)).stacks
+        config = image_uris_config(tmp_path, target=target)
+        stacks = EndpointPart(config, config.speech_endpoint).stacks
         assert stacks[-1] == "KokoroSpeech-kokoro-82m-Observability"

@@ -1,5 +1,6 @@
 """What an image build takes from the machine (emulator/images/): the CA bundle and pip's index
-settings for the build stage, proxies as build arguments; which Dockerfile builds which image."""
+settings for the build stage, proxies as build arguments; which Dockerfile and build arguments build
+which image."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from emulator.config import default_images
+from emulator.config import ConfigError, ImageSpec, default_images
 from emulator.images import ImageBuildError
-from emulator.images.build import build_requests
+from emulator.images.build import BuildRequest, build_requests
 from emulator.images.build_config import build_config_files, proxy_build_args
 from tests.support import docker as docker_support
+from tests.support.dockerfiles import known_images
 
 
 def test_the_configured_ca_bundle_and_remote_indexes_reach_the_build(tmp_path: Path) -> None:
@@ -50,16 +52,37 @@ def test_proxies_are_build_arguments() -> None:
     assert args == {"HTTPS_PROXY": "http://127.0.0.1:3128", "no_proxy": "localhost"}
 
 
-def test_the_repository_images_map_to_their_dockerfiles() -> None:
+def test_the_repository_images_map_to_their_dockerfiles_and_build_arguments() -> None:
     requests = build_requests(
-        ["voice-agent-aws/kokoro-tts:latest", "voice-agent-aws/echo:dev"], default_images()
+        ["voice-agent-aws/kokoro-tts:latest", "voice-agent-aws/whisper-stt:1", "voice-agent-aws/echo:dev"],
+        known_images(),
     )
-    assert [(r.image, r.dockerfile) for r in requests] == [
-        ("voice-agent-aws/kokoro-tts:latest", "tts/Dockerfile"),
-        ("voice-agent-aws/echo:dev", "emulator/echo.Dockerfile"),
+    assert [(r.image, r.dockerfile, r.build_args.get("PACKAGE")) for r in requests] == [
+        ("voice-agent-aws/kokoro-tts:latest", "container_kit/Dockerfile", "tts"),
+        ("voice-agent-aws/whisper-stt:1", "container_kit/Dockerfile", "stt"),
+        ("voice-agent-aws/echo:dev", "emulator/echo.Dockerfile", None),
     ]
     with pytest.raises(ImageBuildError, match="no Dockerfile is known for it"):
-        build_requests(["someone/else:1"], default_images())
+        build_requests(["someone/else:1"], known_images())
+    with pytest.raises(
+        ImageBuildError, match="no Dockerfile is known for it"
+    ):  # the emulator knows echo only
+        build_requests(["voice-agent-aws/kokoro-tts:latest"], default_images())
+
+
+def test_a_manifest_image_names_its_build_arguments_and_never_the_base() -> None:
+    spec = ImageSpec.from_obj(
+        {
+            "command": ["{python}", "-m", "tts"],
+            "dockerfile": "container_kit/Dockerfile",
+            "build_args": {"A": 1},
+        }
+    )
+    assert spec.build_args == {"A": "1"}
+    with pytest.raises(ConfigError, match="build_args map names to values"):
+        ImageSpec.from_obj({"command": ["x"], "build_args": ["A=1"]})
+    with pytest.raises(ImageBuildError, match="BASE_IMAGE is the builder's to choose"):
+        BuildRequest("x:1", "container_kit/Dockerfile", {"BASE_IMAGE": "alpine"})
 
 
 def test_in_ci_a_missing_engine_fails_instead_of_skipping(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,4 +110,6 @@ def test_the_source_hash_follows_the_build_context(tmp_path, monkeypatch):
     (tmp_path / "tests" / "t.py").write_text("two")
     assert images.source_hash("Dockerfile") == before, "an ignored file does not count"
     (tmp_path / "tts" / "a.py").write_text("two")
-    assert images.source_hash("Dockerfile") != before
+    after = images.source_hash("Dockerfile")
+    assert after != before
+    assert images.source_hash("Dockerfile", {"PACKAGE": "stt"}) != after, "one Dockerfile, several images"

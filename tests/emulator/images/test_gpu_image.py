@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from deploy.config import REPO_ROOT, SPEECH_MODELS
+from deploy.config import REPO_ROOT
 from deploy.gpu import cuda_build, cuda_label, version_label
+from deploy.product import PRODUCT
 from emulator.config import ImageSpec
 from emulator.controller.runtimes.docker import OWNER_HOME
 from emulator.manifest import load_manifest
@@ -47,7 +48,7 @@ GPU_IMAGE = "voice-agent-aws/kokoro-tts-gpu:latest"
 SPEC = {
     "kokoro-tts-gpu": ImageSpec(
         ("{python}", "-m", "tts", "serve", "--host", "{host}", "--port", "{port}"),
-        dockerfile=SPEECH_MODELS["kokoro-82m"].dockerfile,
+        dockerfile=PRODUCT.speech.gpu_image.dockerfile,
     )
 }
 # The CPU image's sentences (tests/emulator/controller/runtimes/test_docker_tts.py): one request each,
@@ -95,7 +96,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_inside_the_image_torch_has_its_cuda_build_and_finds_no_device_not_no_library(
     gpu_image: str, model_dir: Path
 ):
-    locked = cuda_build(REPO_ROOT / SPEECH_MODELS["kokoro-82m"].requirements, "torch")
+    locked = cuda_build(REPO_ROOT / PRODUCT.speech.gpu_image.requirements, "torch")
     client = docker_client()
     labels = client.images.get(gpu_image).labels
     assert (labels[version_label("torch")], labels[cuda_label("torch")]) == (locked.version, locked.cuda_text)

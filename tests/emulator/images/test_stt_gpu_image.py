@@ -19,8 +19,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from deploy.config import LISTENING_IMAGE, REPO_ROOT
+from deploy.config import REPO_ROOT
 from deploy.gpu import cuda_build, cuda_label, version_label
+from deploy.product import PRODUCT
 from emulator.config import ImageSpec
 from emulator.server import Emulator, emulator_in_thread
 from tests.emulator.support import endpoint, fast_config, manifest, model, replicas, variant
@@ -31,6 +32,7 @@ from tools.speech_samples import recordings
 
 pytestmark = [pytest.mark.docker, pytest.mark.gpu_image, pytest.mark.integration, pytest.mark.timeout(3600)]
 
+LISTENING_IMAGE = PRODUCT.listening.gpu_image
 STT_GPU_IMAGE = "voice-agent-aws/whisper-stt-gpu:latest"
 SPEC = {
     "whisper-stt-gpu": ImageSpec(

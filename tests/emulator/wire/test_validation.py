@@ -1,4 +1,5 @@
-"""Requests checked against botocore's models (emulator/wire/validation.py), for every awsJson1.1 service."""
+"""Requests checked against botocore's models (emulator/wire/validation.py), for every awsJson1.1 and
+awsQuery service."""
 
 from __future__ import annotations
 
@@ -111,7 +112,9 @@ def test_java_patterns_read_as_java_reads_them(pattern: str, value: str, matches
     assert (compiled.fullmatch(value) is not None) == matches
 
 
-@pytest.mark.parametrize("service", ["sagemaker", "application-autoscaling"])
+@pytest.mark.parametrize(
+    "service", ["sagemaker", "application-autoscaling", "cloudwatch", "cloudformation", "sts"]
+)
 def test_every_pattern_of_the_served_models_compiles(service: str) -> None:
     model = service_model(service)
     patterns = {
@@ -120,3 +123,85 @@ def test_every_pattern_of_the_served_models_compiles(service: str) -> None:
         if "pattern" in model.shape_for(name).metadata
     }
     assert patterns and not [p for p in patterns if compiled_pattern(p) is None]
+
+
+JSON_CLOUDWATCH = RequestValidator({"Granite": ServiceModel("cloudwatch", invalid_code="ValidationError")})
+QUERY = RequestValidator(
+    {
+        "CloudFormation": ServiceModel(
+            "cloudformation", invalid_code="ValidationError", type_code="ValidationError"
+        )
+    },
+    query=True,
+)
+ALARM = {"AlarmName": "a", "EvaluationPeriods": 1, "ComparisonOperator": "GreaterThanThreshold"}
+
+
+@pytest.mark.parametrize(
+    ("member", "value"),
+    [
+        ("EvaluationPeriods", 2**31),  # integer: 32 bits
+        ("EvaluationPeriods", 10**400),
+        ("Threshold", 10**400),  # a double holds no 400-digit number
+        ("Period", -(2**31) - 1),
+    ],
+)
+def test_a_json_number_its_model_type_cannot_hold_is_a_wrong_type(member: str, value: int) -> None:
+    """A 400-digit EvaluationPeriods reached the operation, whose float() raised OverflowError: a 500."""
+    with pytest.raises(AwsError) as caught:
+        JSON_CLOUDWATCH.check("Granite", "PutMetricAlarm", {**ALARM, member: value})
+    assert caught.value.code == "SerializationException" and "cannot hold it" in caught.value.message
+
+
+def test_cloudwatch_answers_what_its_model_refuses_with_its_query_code() -> None:
+    datum = {"MetricName": "m", "Value": 1, "Unit": "Parsecs"}
+    with pytest.raises(AwsError) as caught:
+        JSON_CLOUDWATCH.check("Granite", "PutMetricData", {"Namespace": "N", "MetricData": [datum]})
+    assert caught.value.code == "ValidationError" and "'metricData.1.member.unit'" in caught.value.message
+    JSON_CLOUDWATCH.check(
+        "Granite", "PutMetricAlarm", {**ALARM, "EvaluationPeriods": 2**31 - 1, "Threshold": 1e308}
+    )
+
+
+STACK = {"StackName": "s", "TemplateBody": "{}"}
+
+
+def test_a_query_form_that_reads_as_the_model_passes() -> None:
+    QUERY.check(
+        "CloudFormation",
+        "CreateStack",
+        {
+            **STACK,
+            "TimeoutInMinutes": "10",
+            "DisableRollback": "true",
+            "Parameters": [{"ParameterKey": "A", "ParameterValue": "1"}],
+            "Tags": "",  # `Tags=`: an empty list
+            "Capabilities": ["CAPABILITY_IAM"],
+            "Unmodelled": {"deep": {"er": "ignored"}},
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("member", "value", "words"),
+    [
+        ("Parameters", "x", "can not be converted to list"),
+        ("Parameters", ["x"], "can not be converted to structure"),
+        ("Tags", [{"Key": {"a": "1"}, "Value": "v"}], "can not be converted to string"),
+        ("TimeoutInMinutes", "ten", "can not be converted to integer"),
+        ("TimeoutInMinutes", "9" * 400, "can not be converted to integer"),
+        ("TimeoutInMinutes", "2147483648", "can not be converted to integer"),
+        ("DisableRollback", "maybe", "can not be converted to boolean"),
+        ("TimeoutInMinutes", "0", "greater than or equal to 1"),
+        ("OnFailure", "EXPLODE", "enum value set"),
+        ("Tags", [{"Key": "k"}], "must not be null"),
+        ("Tags", [{"Key": "k", "Value": "v"}] * 51, "length less than or equal to 50"),
+    ],
+)
+def test_a_query_form_is_read_as_the_models_types_and_refused_as_validation_error(
+    member: str, value: object, words: str
+) -> None:
+    with pytest.raises(AwsError) as caught:
+        QUERY.check("CloudFormation", "CreateStack", {**STACK, member: value})
+    assert (caught.value.code, caught.value.status) == ("ValidationError", 400)
+    assert words in caught.value.message

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.support.stt_container import Server, silence, stream, stt_container
+from tools import spoken
 from tools.asr import word_error_rate
 from tools.speech_samples import Recording, recordings
 
@@ -107,11 +108,41 @@ async def test_a_live_stream_gets_partials_then_the_final(server: Server, clips:
     assert got[-1] == {"type": "done", "utterances": 1, "audio_ms": 4480}
 
 
+async def test_a_thinking_pause_inside_a_question_does_not_end_the_turn(server: Server):
+    """A second's pause after "a" (the turn model may hear the words before it as finished; no sentence
+    ends on an article) leaves one utterance, answered once; the stream is sent faster than real time,
+    and the pause is judged where it was heard all the same."""
+    question = "Could you find me a train to the coast on Saturday?"
+    pcm = spoken.with_pause(question, after_words=5, pause_s=1.2, voice="jf_alpha")
+    got = await stream(server, silence(0.5) + pcm + silence(2.5), realtime=False)
+    pauses = [m for m in got if m["type"] == "pause"]
+    finals = [m for m in got if m["type"] == "final"]
+    assert len(finals) == 1, finals
+    assert word_error_rate(question, finals[0]["text"]) <= 0.25, finals[0]["text"]
+    assert not pauses[0]["ends"], pauses  # "Could you find me a-": no sentence ends on "a"
+    assert [m["type"] for m in got].index("speech_resumed") > got.index(pauses[0])
+
+
+async def test_a_finished_question_ends_at_its_first_pause(server: Server):
+    """Judged finished where it pauses: the final follows that pause's verdict, its transcript the
+    decode the pause started (not the bound's, STT_END_OF_TURN_MS of silence later)."""
+    question = "What is the capital of France?"
+    got = await stream(
+        server, silence(0.5) + spoken.kokoro(question, "jf_alpha") + silence(3.0), realtime=False
+    )
+    kinds = [m["type"] for m in got if m["type"] in {"pause", "final", "speech_resumed"}]
+    assert kinds == ["pause", "final"], kinds
+    pause, final = (m for m in got if m["type"] in {"pause", "final"})
+    assert pause["ends"] and pause["complete"] >= 0.5 and pause["text"] == final["text"]
+    assert word_error_rate(question, final["text"]) == 0.0, final["text"]
+
+
 async def test_bad_frames_get_errors_and_the_utterances_still_come_in_order(
     server: Server, clips: list[Recording]
 ):
     before = [json.dumps({"type": "start", "sample_rate": 8000}), "not json", json.dumps({"type": "speak"})]
-    pcm = clips[0].pcm() + silence(1.0) + clips[1].pcm() + silence(1.0)
+    # 2.5 s apart: past STT_END_OF_TURN_MS, so two utterances whatever the turn model hears
+    pcm = clips[0].pcm() + silence(2.5) + clips[1].pcm() + silence(1.0)
     got = await stream(server, pcm, realtime=False, before=before)
     errors = [m["code"] for m in got if m["type"] == "error"]
     assert errors == ["unsupported_sample_rate", "invalid_json", "unknown_type"]

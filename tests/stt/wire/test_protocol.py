@@ -8,6 +8,7 @@ import wave
 import numpy as np
 import pytest
 
+from stt.wire import protocol
 from stt.wire.protocol import End, ProtocolError, Start, looks_like_control, parse_clip, parse_control
 
 
@@ -75,3 +76,16 @@ def test_only_a_json_object_with_a_type_is_read_as_control_from_binary():
     assert not looks_like_control(b'{"x": 1}')
     assert not looks_like_control(b'{"type": "end"' + b"\x00" * 8)
     assert not looks_like_control(PCM)
+
+
+def test_a_pause_says_what_was_heard_and_how_finished_it_is():
+    assert protocol.pause(2, "Why is the sky", 0.12345, False, False) == {
+        "type": "pause",
+        "utterance": 2,
+        "text": "Why is the sky",
+        "complete": 0.123,
+        "reads_finished": False,
+        "ends": False,
+    }
+    assert protocol.pause(1, "Hi.", None, True, False)["complete"] is None  # the turn model off
+    assert protocol.speech_resumed(3) == {"type": "speech_resumed", "utterance": 3}

@@ -35,7 +35,7 @@ from tests.emulator.support import (
     status,
     variant,
 )
-from tests.emulator.test_cli import run
+from tests.emulator.test_main import run
 from tests.support.docker import ECHO_IMAGE, built, docker_client
 
 

@@ -1,7 +1,7 @@
-"""The kokoro-tts IMAGE (tts/Dockerfile) behind the emulator's docker runtime, with the official HTTP/2
-client: what it says, from a text part and a binary part, is the model's speech of those texts and an
-independent ASR understands it (`tests/support/speech.py`); a container killed mid-session fails that
-session at once and is replaced; nothing is left after."""
+"""The kokoro-tts IMAGE (container_kit/Dockerfile, PACKAGE=tts) behind the emulator's docker runtime, with
+the official HTTP/2 client: what it says, from a text part and a binary part, is the model's speech of
+those texts and an independent ASR understands it (`tests/support/speech.py`); a container killed
+mid-session fails that session at once and is replaced; nothing is left after."""
 
 from __future__ import annotations
 

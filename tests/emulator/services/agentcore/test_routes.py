@@ -22,7 +22,6 @@ import botocore.exceptions
 import pytest
 import websockets
 
-from emulator.config import default_images
 from emulator.controller.runtimes.process import resolve_image
 from emulator.manifest import DEFAULT_MANIFEST, load_manifest
 from emulator.server import Emulator, emulator_in_thread
@@ -102,7 +101,7 @@ def test_the_default_manifest_runs_the_voice_agent_speaking_through_kokoro() -> 
     spec = next(r.spec for r in manifest.resources if r.kind == "AgentRuntime")
     assert spec["environmentVariables"]["AGENT_TTS_ENDPOINT"] in manifest.endpoints
     image = resolve_image(
-        default_images(), spec["agentRuntimeArtifact"]["containerConfiguration"]["containerUri"]
+        manifest.images, spec["agentRuntimeArtifact"]["containerConfiguration"]["containerUri"]
     )
     assert image is not None and image.command[1:4] == ("-m", "agent", "serve")
 
@@ -286,13 +285,8 @@ def test_agent_infra_status_and_destroy_run_unchanged(emu: Emulator, control) ->
     }
 
     def agent_infra(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "deploy.commands.agent", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
+        argv = [sys.executable, "-c", "import sys, deploy.cli; sys.exit(deploy.cli.agent_infra())", *args]
+        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
 
     deadline = time.monotonic() + 60
     while "voice_agent: READY" not in (shown := agent_infra("status")).stdout and time.monotonic() < deadline:

@@ -11,8 +11,8 @@ import botocore.exceptions
 import httpx
 import pytest
 
+from emulator.cli.views import format_status
 from emulator.server import Emulator, emulator_in_thread
-from emulator.status_view import format_status
 from tests.emulator.support import boto_client, endpoint, fast_config, manifest, model, status, variant
 
 pytestmark = pytest.mark.integration

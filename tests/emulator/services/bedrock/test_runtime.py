@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
-from emulator.admin import admin_blueprint
+from emulator.admin.routes import admin_blueprint
 from emulator.config import ConfigError, EmulatorConfig
 from emulator.controller.store import Store
 from emulator.llm.base import ConverseRequest, ReplyModelError, tokenize
@@ -39,6 +39,8 @@ from emulator.llm.script import DEFAULT_REPLY, PacedScriptModel, load_script
 from emulator.processes import free_port
 from emulator.services.bedrock import routes as bedrock_routes
 from emulator.services.bedrock.request_log import RequestLog
+from emulator.services.cloudwatch.control import CloudWatchControl
+from emulator.services.cloudwatch.runtime import Metrics
 from emulator.wire import eventstream
 
 pytestmark = pytest.mark.integration  # real servers: the emulator, test containers, official clients
@@ -97,12 +99,14 @@ def serving(app: Any) -> Iterator[str]:
 
 def bedrock_app(config: SimpleNamespace, model: Any = None) -> Quart:
     """Bedrock's routes with the operator's record of what they answered (`GET
-    /_emulator/bedrock/requests`, emulator/admin.py), wired as emulator/app.py wires them."""
+    /_emulator/bedrock/requests`, emulator/admin/routes.py), wired as emulator/server/app.py wires them."""
     requests = RequestLog()
     app = Quart(__name__)
     for blueprint in bedrock_routes.blueprints(config, requests, model=model):
         app.register_blueprint(blueprint)
-    app.register_blueprint(admin_blueprint(Store(), dict, requests))
+    app.register_blueprint(
+        admin_blueprint(Store(), dict, requests, CloudWatchControl(Metrics(), "us-east-1", "1"))
+    )
     return app
 
 

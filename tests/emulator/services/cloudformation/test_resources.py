@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -16,11 +17,14 @@ from deploy.config import DeployConfig
 from emulator.config import EmulatorConfig
 from emulator.controller.store import Store
 from emulator.images.assets import image_tag
-from emulator.services.cloudformation.control import CloudFormation
+from emulator.manifest import DEFAULT_MANIFEST, load_manifest
+from emulator.services.cloudformation.control import CloudFormationControl
 from emulator.services.cloudformation.resources import STACK_TAG
+from emulator.services.cloudformation.shapes import ImageAsset
 from emulator.services.cloudwatch.control import CloudWatchControl
 from emulator.services.cloudwatch.runtime import Metrics
 from emulator.wire.awserrors import AwsError
+from facts import DEFAULT_VOICE
 
 pytestmark = pytest.mark.cdk
 
@@ -65,8 +69,8 @@ class Recorder:
 class TagsWithoutBuilding:
     """Names each image asset as the emulator's builder would, without building it."""
 
-    def build(self, dockerfile: str, asset_hash: str, progress: Callable[[str], None]) -> str:
-        return image_tag(dockerfile, asset_hash)
+    def build(self, asset: ImageAsset, progress: Callable[[str], None]) -> tuple[str, str | None]:
+        return image_tag(asset.dockerfile, asset.asset_hash), None
 
     def remove(self, tag: str) -> bool:
         return True
@@ -82,14 +86,14 @@ def applied(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (model / "config.json").write_text("{}")
     (model / "kokoro-v1_0.pth").write_bytes(b"pth")
     (model / "voices").mkdir()
-    (model / "voices" / "jm_kumo.pt").write_bytes(b"pt")
+    (model / "voices" / f"{DEFAULT_VOICE}.pt").write_bytes(b"pt")
     outdir = tmp_path_factory.mktemp("cdk") / "cdk.out"
     argv = ["synth", "--model-dir", str(model), "--outdir", str(outdir), "--max-instance-count", "4"]
     with contextlib.redirect_stdout(io.StringIO()):
         assert deploy_main(argv) == 0
     config = EmulatorConfig(home=tmp_path_factory.mktemp("home"), account_id=ACCOUNT, region=REGION)
     recorder, store = Recorder(), Store()
-    cloudformation = CloudFormation(config, store, recorder, TagsWithoutBuilding())
+    cloudformation = CloudFormationControl(config, store, recorder, TagsWithoutBuilding())
 
     async def create() -> None:
         for stack in STACKS:
@@ -121,11 +125,17 @@ def test_the_model_gets_the_templates_environment_role_image_and_cached_model(ap
         == f"arn:aws:iam::{ACCOUNT}:role/KokoroSpeech-kokoro-82m-Base-ModelRoleEE661428"
     )
     container = model["PrimaryContainer"]
-    assert container["Environment"] == {"TTS_VOICE": "jm_kumo", "TTS_ENGINE": "torch", "TTS_PROVIDER": "cuda"}
+    assert container["Environment"] == {
+        "TTS_VOICE": DEFAULT_VOICE,
+        "TTS_ENGINE": "torch",
+        "TTS_PROVIDER": "cuda",
+    }
     assert container["Image"].startswith("voice-agent-aws-rehearsal/tts-gpu:")
     uri = container["ModelDataSource"]["S3DataSource"]["S3Uri"]
     assert uri == (buckets / bucket / "models" / "kokoro-82m").resolve().as_uri() + "/"
-    assert (buckets / bucket / "models" / "kokoro-82m" / "voices" / "jm_kumo.pt").read_bytes() == b"pt"
+    assert (
+        buckets / bucket / "models" / "kokoro-82m" / "voices" / f"{DEFAULT_VOICE}.pt"
+    ).read_bytes() == b"pt"
 
 
 def test_the_endpoint_config_carries_the_ami_timeouts_and_variant(applied: dict[str, Any]):
@@ -205,11 +215,15 @@ def test_the_observability_stack_puts_its_alarms_and_dashboard_into_cloudwatch(a
     assert names >= {"TimeToFirstAudio", "SessionsOverCapacity", "Invocation5XXErrors"}
     assert all(alarm["StateValue"] in {"OK", "INSUFFICIENT_DATA"} for alarm in alarms)
     (dashboard,) = cloudwatch.operations()["ListDashboards"]({})["DashboardEntries"]
-    assert (
-        "TimeToFirstAudio"
-        in cloudwatch.operations()["GetDashboard"]({"DashboardName": dashboard["DashboardName"]})[
-            "DashboardBody"
-        ]
+    body = cloudwatch.operations()["GetDashboard"]({"DashboardName": dashboard["DashboardName"]})[
+        "DashboardBody"
+    ]
+    assert "TimeToFirstAudio" in body
+    # One definition (deploy/dashboard.py): the stack's dashboard is the one the default manifest carries.
+    [carried] = [r.spec for r in load_manifest(DEFAULT_MANIFEST).resources if r.kind == "Dashboard"]
+    assert (dashboard["DashboardName"], json.loads(body)) == (
+        carried["DashboardName"],
+        json.loads(carried["DashboardBody"]),
     )
 
 

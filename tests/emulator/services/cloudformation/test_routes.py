@@ -17,9 +17,9 @@ import boto3
 import botocore.exceptions
 import pytest
 
+from emulator.cli.views import format_status
 from emulator.server import Emulator, emulator_in_thread
 from emulator.services.cloudformation.routes import PATH
-from emulator.status_view import format_status
 from tests.emulator.support import boto_client, endpoint, fast_config, manifest, model, status, variant
 
 pytestmark = pytest.mark.integration

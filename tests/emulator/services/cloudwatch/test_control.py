@@ -152,3 +152,61 @@ def test_dashboards_are_kept_as_given():
     with pytest.raises(AwsError) as err:
         cw.GetDashboard({"DashboardName": "voice"})
     assert err.value.code == "ResourceNotFound"
+
+
+@pytest.mark.parametrize(
+    ("period", "evaluation_periods", "taken"),
+    [
+        (60, 1_440, True),  # a day of minutes
+        (60, 1_441, False),
+        (1, 86_400, True),
+        (10, 8_641, False),
+        (3_600, 168, True),  # a week of hours
+        (3_600, 169, False),
+        (60, 50_000_000, False),
+    ],
+)
+def test_period_times_evaluation_periods_is_bounded_as_aws_bounds_it(
+    period: int, evaluation_periods: int, taken: bool
+):
+    """AWS: at most 604,800 s, and 86,400 s for periods under an hour. 50 million periods of a minute
+    used to be taken, and evaluating them stalled the emulator 6 s of every second."""
+    cw, _ = control()
+    body = alarm(Period=period, EvaluationPeriods=evaluation_periods, DatapointsToAlarm=1)
+    if taken:
+        cw.PutMetricAlarm(body)
+        cw.evaluate()
+        assert state(cw) == "OK"  # notBreaching: every missing period counts as fine
+    else:
+        with pytest.raises(AwsError) as err:
+            cw.PutMetricAlarm(body)
+        assert err.value.code == "InvalidParameterValue" and "can't be more than" in err.value.message
+        assert cw.alarms == {}
+
+
+def test_the_longest_alarm_evaluates_its_86400_periods_at_once_and_names_the_newest_values():
+    cw, clock = control()
+    cw.PutMetricAlarm(
+        alarm(Period=1, EvaluationPeriods=86_400, DatapointsToAlarm=3, TreatMissingData="missing")
+    )
+    for t in range(30):
+        over(cw, T0 - 86_000 + t * 100, t + 1)
+    cw.evaluate()
+    described = cw.DescribeAlarms({"AlarmNames": ["sessions-over-capacity"]})["MetricAlarms"][0]
+    assert described["StateValue"] == "ALARM"
+    assert (
+        "30 out of the last 86400 datapoints [..., 21, 22, 23, 24, 25, 26, 27, 28, 29, 30]"
+        in (described["StateReason"])
+    )
+    assert len(described["StateReason"]) <= 1023
+    clock.now = T0 + 86_400
+    cw.evaluate()
+    assert state(cw) == "INSUFFICIENT_DATA"
+
+
+def test_a_dashboard_nested_past_the_parser_is_refused_as_bad_input():
+    cw, _ = control()
+    with pytest.raises(AwsError) as err:
+        cw.PutDashboard({"DashboardName": "deep", "DashboardBody": "[" * 100_000 + "]" * 100_000})
+    assert err.value.code == "InvalidParameterValue"
+    assert cw.dashboards == {}

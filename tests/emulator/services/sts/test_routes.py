@@ -9,7 +9,7 @@ from botocore.serialize import QuerySerializer
 from quart import Quart
 
 from emulator.config import EmulatorConfig
-from emulator.services.sts.control import Sts
+from emulator.services.sts.control import StsControl
 from emulator.services.sts.routes import PATH, blueprints
 
 OPERATIONS = botocore.session.get_session().get_service_model("sts")
@@ -17,7 +17,7 @@ OPERATIONS = botocore.session.get_session().get_service_model("sts")
 
 def app() -> Quart:
     served = Quart("sts-test")
-    for blueprint in blueprints(Sts(EmulatorConfig(account_id="111122223333"))):
+    for blueprint in blueprints(StsControl(EmulatorConfig(account_id="111122223333"))):
         served.register_blueprint(blueprint)
     return served
 

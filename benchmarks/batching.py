@@ -11,8 +11,11 @@ It measures, in one run:
 - decode throughput: the fixed plan's windows of many segments, batched against one by one;
 - first audio of a 20-word sentence at one session, through the scheduler (text side, first window);
 - sessions at once, batched (the engine's TTS_BATCH) and unbatched (TTS_BATCH=1), through the
-  scheduler: audio seconds per second, first audio (median, p95) and how long a listener that starts
-  at its first audio would wait for the rest (stalls).
+  scheduler, which hands the engine the due windows of several sessions in one `decode_batch`
+  (`tts/scheduling/picking.py`): audio seconds per second, first audio (median, p95), how long a
+  listener that starts at its first audio would wait for the rest (stalls), the forward passes and
+  how many of them several sessions shared, and the capacity the scheduler claimed (its calibration,
+  batched passes counted).
 Its summary line says whether the issue's targets hold: TARGETS.
 
 Weights: in the bundle, hexgrad's architecture with seeded random weights (`bundle_assets.py`; speed does
@@ -24,8 +27,10 @@ which.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -51,7 +56,8 @@ RMS_TOLERANCE = 2e-4
 SESSIONS = [1, 4, 16, 32, 64]
 SENTENCES_PER_SESSION = 2
 # --quick (CI's dry run of the bundle, on 2 CPU cores): two sessions, a two-word sentence each, short
-# windows, no calibration (the scheduler's fixed plan) and no warm-up: every path runs, in seconds.
+# windows, no calibration (the scheduler's fixed plan: without a measured pass it forms no batches,
+# which on a CPU's costs would seldom pay anyway) and no warm-up: every path runs, in seconds.
 QUICK_SESSIONS = [1, 2]
 QUICK_TEXT = "Hello there."
 QUICK_LENGTHS = [12, 20, 16, 24]
@@ -152,6 +158,24 @@ async def _session(scheduler: Scheduler, owner: int, texts: list[str], voice: st
     }
 
 
+@contextlib.contextmanager
+def _passes(engine: SpeechEngine) -> Iterator[list[int]]:
+    """The engine's `decode_batch` calls while the block runs: per call, the sessions (run flags) its
+    windows came from."""
+    passes: list[int] = []
+    decode_batch = engine.decode_batch
+
+    def counted(windows):
+        passes.append(len({id(window.run_flag) for window in windows}))
+        return decode_batch(windows)
+
+    engine.decode_batch = counted  # type: ignore[method-assign]
+    try:
+        yield passes
+    finally:
+        del engine.decode_batch
+
+
 async def _sessions(
     engine: SpeechEngine, config: TTSConfig, calibration: Calibration | None, count: int, texts: list[str]
 ) -> dict[str, Any]:
@@ -161,6 +185,30 @@ async def _sessions(
     scheduler = Scheduler(engine, plan, _fresh(calibration), capacity=count)
     scheduler.start()
     started = time.perf_counter()
+    with _passes(engine) as passes:
+        results = await _speak(scheduler, count, texts)
+    wall = time.perf_counter() - started
+    first = np.array([r["first_audio_s"] for r in results]) * 1000
+    stalls = [r["stall_s"] for r in results]
+    return {
+        "sessions": count,
+        "audio_s_per_s": round(sum(r["audio_s"] for r in results) / wall, 1),
+        "first_audio_ms": {
+            "median": round(float(np.median(first)), 1),
+            "p95": round(float(np.percentile(first, 95)), 1),
+        },
+        "stalled_sessions": sum(1 for s in stalls if s > 0.05),
+        "max_stall_s": round(max(stalls), 3),
+        "wall_s": round(wall, 2),
+        "passes": len(passes),
+        "shared_passes": sum(1 for sessions in passes if sessions > 1),
+        "most_sessions_in_a_pass": max(passes, default=0),
+        "claimed_capacity": scheduler.calibrated_capacity,
+    }
+
+
+async def _speak(scheduler: Scheduler, count: int, texts: list[str]) -> list[dict]:
+    """`_sessions`' sessions on the started `scheduler`, which it stops."""
     try:
         results = await asyncio.gather(
             *(
@@ -176,20 +224,7 @@ async def _sessions(
         )
     finally:
         await scheduler.stop()
-    wall = time.perf_counter() - started
-    first = np.array([r["first_audio_s"] for r in results]) * 1000
-    stalls = [r["stall_s"] for r in results]
-    return {
-        "sessions": count,
-        "audio_s_per_s": round(sum(r["audio_s"] for r in results) / wall, 1),
-        "first_audio_ms": {
-            "median": round(float(np.median(first)), 1),
-            "p95": round(float(np.percentile(first, 95)), 1),
-        },
-        "stalled_sessions": sum(1 for s in stalls if s > 0.05),
-        "max_stall_s": round(max(stalls), 3),
-        "wall_s": round(wall, 2),
-    }
+    return results
 
 
 def capacity(runs: list[dict[str, Any]]) -> int:
@@ -309,6 +344,8 @@ def table(result: dict[str, Any]) -> str:
                     r["first_audio_ms"]["p95"],
                     r["stalled_sessions"],
                     r["max_stall_s"],
+                    f"{r['shared_passes']}/{r['passes']}",
+                    r["claimed_capacity"],
                 ]
             )
     headers = [
@@ -319,6 +356,8 @@ def table(result: dict[str, Any]) -> str:
         "first ms (p95)",
         "stalled",
         "max stall s",
+        "passes shared",
+        "claimed",
     ]
     return report.table(headers, rows)
 

@@ -314,5 +314,8 @@ def test_the_bundle_runs_on_the_cpu_with_only_the_machines_packages(
     assert result["equivalence"]["within"] and result["equivalence"]["finite"]
     assert [r["sessions"] for r in result["sessions"]["batched"]] == [1, 2]
     assert all(r["audio_s_per_s"] > 0 for r in result["sessions"]["unbatched"])
+    # the engine's passes through the scheduler, counted (shared by sessions only batched, and with a
+    # calibration, which --quick skips)
+    assert all(r["shared_passes"] == 0 and r["passes"] > 0 for r in result["sessions"]["unbatched"])
     assert (out / "gpu_check.png").stat().st_size > 0
     assert sorted(p.name for p in out.iterdir()) == ["gpu_check.json", "gpu_check.png"]

@@ -3,8 +3,11 @@ is not a stub of the engine's behaviour but of its cost. Every decoder call slee
 per decoded frame (context included) that makes a full step compute `realtime` seconds of audio a
 second; windows side by side on lanes cost what two one-thread decoders cost on a CPU (each a quarter
 faster in all than one decoder on two threads: tts/README.md); every segment's text side sleeps
-`text_side_s`. It returns silence, through the real window plan, `WindowedDecode` and `WindowDecoder`,
-and its calibration is its own figures (what `calibrate` would measure on it).
+`text_side_s`. With `batch` > 1 it decodes windows of several sessions in one pass (`decode_batch`),
+costing `call_s` plus `batch_frame_s` per frame of every window padded to the longest: what the torch
+engine's pass costs (on a GPU a frame in a batch costs a small part of one alone; on a CPU about as
+much). It returns silence, through the real window plan, `WindowedDecode` and `WindowDecoder`, and its
+calibration is its own figures (what `calibrate` would measure on it).
 
 A text is one segment of `len(text)` frames (one phoneme token a character, one frame a token), so the
 scheduler's estimate of a queued sentence (its characters) is its length.
@@ -18,7 +21,7 @@ import time
 import numpy as np
 
 from tts.config import SAMPLES_PER_FRAME
-from tts.engines.base import CancelFlag, SynthesisCancelled
+from tts.engines.base import CancelFlag, SynthesisCancelled, Window
 from tts.engines.decode import FRAME_S, WindowDecoder
 from tts.scheduling.admission import Queued
 from tts.scheduling.calibration import Calibration, TextSpeed
@@ -42,7 +45,13 @@ class SpeedModelEngine:
     device = "sleep"
 
     def __init__(
-        self, realtime: float, text_side_s: float = 0.0, lanes: int = 1, call_s: float = 0.0
+        self,
+        realtime: float,
+        text_side_s: float = 0.0,
+        lanes: int = 1,
+        call_s: float = 0.0,
+        batch: int = 1,
+        batch_frame_s: float | None = None,
     ) -> None:
         self.realtime = realtime
         self.frame_s = FRAME_S / realtime
@@ -50,15 +59,21 @@ class SpeedModelEngine:
         self.call_s = call_s
         self.text_side_s = text_side_s
         self.lanes = lanes
+        self.batch = batch
+        self.batch_frame_s = self.frame_s if batch_frame_s is None else batch_frame_s
         self.plan = WindowPlan(12, 120, 8, 4, lanes)
         self.steps: list[tuple[str, list[tuple[int, int]]]] = []  # (request id, padded windows)
+        self.batches: list[list[str]] = []  # the request ids of each pass over several sessions' windows
         self._current = ""
+        self._requests: dict[int, str] = {}  # id(run flag) -> request id, for `decode_batch`
 
     def calibration(self) -> Calibration:
         return Calibration(
             f"speed-model {self.realtime}x",
             TextSpeed(self.text_side_s, 0.0),
-            DecodeSpeed(self.call_s, self.frame_s, self.lane_frame_s),
+            DecodeSpeed(
+                self.call_s, self.frame_s, self.lane_frame_s, self.batch_frame_s if self.batch > 1 else 0.0
+            ),
             frames_per_token=1.0,
             tokens_per_char=1.0,
         )
@@ -92,22 +107,45 @@ class SpeedModelEngine:
 
         return WindowDecoder(decode, features.frames, context_frames)
 
+    def decode_batch(self, windows: list[Window]) -> list[np.ndarray | None]:
+        """Windows of any sessions in one pass: `call_s` and `batch_frame_s` a frame of each window
+        padded to the longest; None for a cancelled session's window."""
+        if len(windows) == 1:
+            (window,) = windows
+            return self._decode([(window.start, window.stop)], window.run_flag or CancelFlag())
+        rids = [self._requests.get(id(window.run_flag), "") for window in windows]
+        self.batches.append(rids)
+        for rid in dict.fromkeys(rids):
+            ranges = [(w.start, w.stop) for w, r in zip(windows, rids, strict=True) if r == rid]
+            self.steps.append((rid, ranges))
+        longest = max(window.frames for window in windows)
+        self._wait(self.call_s + self.batch_frame_s * len(windows) * longest, lambda: False)
+        return [
+            None if window.cancelled else np.zeros(window.frames * SAMPLES_PER_FRAME, np.float32)
+            for window in windows
+        ]
+
     def _decode(self, ranges: list[tuple[int, int]], run_flag: CancelFlag) -> list[np.ndarray]:
         per_frame = self.frame_s if len(ranges) == 1 else self.lane_frame_s
-        deadline = time.perf_counter() + self.call_s + per_frame * max(b - a for a, b in ranges)
+        self._wait(self.call_s + per_frame * max(b - a for a, b in ranges), lambda: run_flag.terminate)
+        return [np.zeros((b - a) * SAMPLES_PER_FRAME, np.float32) for a, b in ranges]
+
+    @staticmethod
+    def _wait(seconds: float, cancelled) -> None:
+        deadline = time.perf_counter() + seconds
         while (left := deadline - time.perf_counter()) > 0:
-            if run_flag.terminate:
+            if cancelled():
                 raise SynthesisCancelled()
             time.sleep(min(left, 0.002))
-        return [np.zeros((b - a) * SAMPLES_PER_FRAME, np.float32) for a, b in ranges]
 
 
 class SpeedModelScheduler(Scheduler):
     """Tells the speed model whose step it decodes."""
 
-    def _run_step(self, job: Job) -> bytes | None:
-        self._engine._current = job.request.request_id
-        return super()._run_step(job)
+    def _run_steps(self, jobs: list[Job]) -> list:
+        self._engine._current = jobs[0].request.request_id
+        self._engine._requests = {id(job.run_options): job.request.request_id for job in jobs}
+        return super()._run_steps(jobs)
 
 
 def request(text: str, rid: str) -> Synthesize:

@@ -54,7 +54,8 @@ class WindowDecoder:
     """One segment's audio, from the runs of frames it is given in order: each window [start, stop) is
     decoded with `context_frames` on either side (within the segment), its own frames kept and faded
     in over the previous window's right context. `decode(ranges)` returns the audio those windows
-    complete."""
+    complete; in two halves, for windows decoded elsewhere (in one pass with other sessions' windows):
+    `padded(ranges)`, which frames to decode, then `complete(ranges, decoded)`, stitched."""
 
     def __init__(
         self, decode: DecodeFn, frames: int, context_frames: int, samples_per_frame: int = SAMPLES_PER_FRAME
@@ -77,8 +78,12 @@ class WindowDecoder:
     def decode(self, ranges: list[tuple[int, int]]) -> np.ndarray:
         """Decode consecutive windows (decoded side by side where the engine has lanes) and return the
         audio they complete, each crossfaded with the one before it."""
+        return self.complete(ranges, self._decode(self.padded(ranges)))
+
+    def complete(self, ranges: list[tuple[int, int]], decoded: list[np.ndarray]) -> np.ndarray:
+        """The audio consecutive windows complete, given each one's audio decoded from its `padded`
+        frames, each crossfaded with the one before it."""
         padded = self.padded(ranges)
-        decoded = self._decode(padded)
         self.position = ranges[-1][1]
         self.windows += ranges
         pieces = [

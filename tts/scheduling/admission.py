@@ -55,29 +55,54 @@ class EngineBusy(Exception):
     code = "busy"
 
 
+def sentence_steps(plan: WindowPlan, calibration: Calibration, sharing: int) -> list[list[int]]:
+    """The frames each window of each step of one SENTENCE_TOKENS sentence decodes (context included),
+    on an engine that `sharing` sessions take turns on (its first window the ramp's)."""
+    speed = calibration.decode
+    frames = max(1, round(SENTENCE_TOKENS * calibration.frames_per_token))
+    steps, start, index = [], 0, 0
+    while start < frames:
+        stop = plan.step(start, index, frames, None, speed, sharing)[-1][1]
+        steps.append(plan._decoded(start, stop - start, frames, index))
+        start, index = stop, index + 1
+    return steps
+
+
 def sentence_seconds(plan: WindowPlan, calibration: Calibration, sharing: int) -> tuple[float, float]:
     """(engine seconds, audio seconds) of one SENTENCE_TOKENS sentence, on an engine that `sharing`
     sessions take turns on."""
     speed = calibration.decode
-    frames = max(1, round(SENTENCE_TOKENS * calibration.frames_per_token))
     seconds = calibration.text.seconds(SENTENCE_TOKENS)
-    start, index = 0, 0
-    while start < frames:
-        step = plan.step(start, index, frames, None, speed, sharing)
-        stop = step[-1][1]
-        seconds += speed.seconds(plan._decoded(start, stop - start, frames, index))
-        start, index = stop, index + 1
-    return seconds, frames * FRAME_S
+    for decoded in sentence_steps(plan, calibration, sharing):
+        seconds += speed.seconds(decoded)
+    return seconds, max(1, round(SENTENCE_TOKENS * calibration.frames_per_token)) * FRAME_S
 
 
-def capacity(plan: WindowPlan, calibration: Calibration) -> int:
+def batched_seconds(plan: WindowPlan, calibration: Calibration, sessions: int, batch: int) -> float:
+    """Engine seconds of `sessions` sentences at once on an engine that decodes up to `batch` windows
+    of any sessions in one pass (`DecodeSpeed.batch_seconds`): their text sides one after another, each
+    step's windows in passes of `batch`."""
+    speed = calibration.decode
+    seconds = sessions * calibration.text.seconds(SENTENCE_TOKENS)
+    for decoded in sentence_steps(plan, calibration, sessions):
+        full, rest = divmod(sessions, batch)
+        seconds += full * speed.batch_seconds(decoded * batch)
+        seconds += speed.batch_seconds(decoded * rest) if rest else 0.0
+    return seconds
+
+
+def capacity(plan: WindowPlan, calibration: Calibration, batch: int = 1) -> int:
     """The most sessions k whose sentences, all at once, the engine computes within CAPACITY_SHARE of
-    their audio's time (k * engine seconds <= share * audio seconds); at least 1: one session always
-    plays gap-free, its first window long enough (the ramp) on an engine slower than real time."""
+    their audio's time (k * engine seconds <= share * audio seconds; with `batch` > 1 and a measured
+    batched pass, the steps of up to `batch` sessions in one pass: `batched_seconds`); at least 1: one
+    session always plays gap-free, its first window long enough (the ramp) on an engine slower than
+    real time."""
+    batches = batch > 1 and calibration.decode.batch_frame_s > 0
     k = 1
     while k < MAX_CAPACITY:
         seconds, audio = sentence_seconds(plan, calibration, k + 1)
-        if (k + 1) * seconds > CAPACITY_SHARE * audio:
+        total = batched_seconds(plan, calibration, k + 1, batch) if batches else (k + 1) * seconds
+        if total > CAPACITY_SHARE * audio:
             break
         k += 1
     return k
@@ -91,10 +116,13 @@ class Slots:
     """The sessions holding a slot (all of them without a calibration), the line waiting for one (first
     come first), and those that send no more (`closed`): the scheduler's admission state."""
 
-    def __init__(self, plan: WindowPlan, calibration: Calibration | None, fixed_capacity: int = 0) -> None:
+    def __init__(
+        self, plan: WindowPlan, calibration: Calibration | None, fixed_capacity: int = 0, batch: int = 1
+    ) -> None:
         self._plan = plan
         self._calibration = calibration
         self._fixed_capacity = fixed_capacity  # TTS_CAPACITY: the operator's figure; 0: the calibration's
+        self._batch = batch  # windows the engine decodes in one pass (`capacity`)
         self._capacity: tuple[float, int] | None = None  # (when computed, capacity)
         self.admitted: set[Hashable] = set()
         self.waiting: deque[Hashable] = deque()
@@ -114,7 +142,7 @@ class Slots:
             return None
         now = time.perf_counter()
         if self._capacity is None or now - self._capacity[0] > 1.0:
-            self._capacity = (now, capacity(self._plan, self._calibration))
+            self._capacity = (now, capacity(self._plan, self._calibration, self._batch))
         return self._capacity[1]
 
     def enter(self, owner: Hashable) -> EngineBusy | None:
@@ -158,11 +186,12 @@ class Slots:
         """Sessions admitted with work (`queued`), at least 1: those the engine's turns are shared by."""
         return max(1, sum(1 for o in self.admitted if o in queued))
 
-    def admit_waiting(self) -> list[Hashable]:
-        """Admit the first in line while slots are free: those admitted, in order."""
+    def admit_waiting(self, room: Callable[[], bool] = lambda: True) -> list[Hashable]:
+        """Admit the first in line while slots are free and the engine has `room` for a new session's
+        first turn (`Picker.room`, asked again after each): those admitted, in order."""
         capacity = self.capacity
         admitted = []
-        while self.waiting and (capacity is None or len(self.admitted) < capacity):
+        while self.waiting and (capacity is None or len(self.admitted) < capacity) and room():
             owner = self.waiting.popleft()
             self.admitted.add(owner)
             admitted.append(owner)

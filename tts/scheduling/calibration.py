@@ -1,6 +1,7 @@
 """What the window plan, the capacity and the deadlines need to know of this machine, timed at load on
 the real engine: the text side (a call and a cost per phoneme token) and the decoder (`speed.py`: a call,
-a cost per frame on every thread and per frame on one-thread lanes), in a few tenths of a second.
+a cost per frame on every thread and per frame on one-thread lanes, and on an engine that batches, per
+frame of a forward pass over windows of several sessions), in a few tenths of a second.
 
 Nothing that depends on speed is a constant tuned on one CPU: the first window (`plan.py`'s ramp), the
 capacity and the first-audio deadlines (`deadlines.py`) are computed from these figures, and the figures
@@ -22,9 +23,15 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tts.engines.base import Features, SpeechEngine
+from tts.engines.base import Features, SpeechEngine, Window
 from tts.engines.cpu_quota import quota_cores
-from tts.scheduling.speed import SPEED_SMOOTHING, SPEED_TEXT, DecodeSpeed
+from tts.scheduling.speed import (
+    CPU_BATCH_WINDOWS,
+    GPU_BATCH_WINDOWS,
+    SPEED_SMOOTHING,
+    SPEED_TEXT,
+    DecodeSpeed,
+)
 
 log = logging.getLogger("tts.scheduling.calibration")
 
@@ -80,7 +87,7 @@ class Calibration:
             "decode_lane_frame_ms": round(decode.lane_frame_s * 1e3, 3),
             "frames_per_token": round(self.frames_per_token, 2),
             "measured_s": round(self.measured_s, 3),
-        }
+        } | ({"decode_batch_frame_ms": round(decode.batch_frame_s * 1e3, 4)} if decode.batch_frame_s else {})
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -90,7 +97,8 @@ class Calibration:
                 "call_s": self.decode.call_s,
                 "frame_s": self.decode.frame_s,
                 "lane_frame_s": self.decode.lane_frame_s,
-            },
+            }
+            | ({"batch_frame_s": self.decode.batch_frame_s} if self.decode.batch_frame_s else {}),
             "frames_per_token": self.frames_per_token,
             "tokens_per_char": self.tokens_per_char,
             "measured_s": self.measured_s,
@@ -110,7 +118,10 @@ class Calibration:
             data["signature"],
             TextSpeed(_figure(text, "call_s"), _figure(text, "token_s")),
             DecodeSpeed(
-                _figure(decode, "call_s"), _figure(decode, "frame_s"), _figure(decode, "lane_frame_s")
+                _figure(decode, "call_s"),
+                _figure(decode, "frame_s"),
+                _figure(decode, "lane_frame_s"),
+                _figure(decode, "batch_frame_s", default=0.0),
             ),
             _figure(data, "frames_per_token"),
             _figure(data, "tokens_per_char"),
@@ -148,7 +159,11 @@ def cpu_signature(engine: SpeechEngine, threads: int) -> str:
     graph = getattr(engine, "int8_conv", "")
     quota = quota_cores()
     share = f"|quota{quota:.2f}" if quota is not None else ""
-    return f"{model}|{extensions}|{threads}t{share}|{engine.name}:{engine.device}:{graph}|lanes{engine.lanes}"
+    batch = f"|batch{engine.batch}" if engine.batch > 1 else ""
+    return (
+        f"{model}|{extensions}|{threads}t{share}|{engine.name}:{engine.device}:{graph}|lanes{engine.lanes}"
+        f"{batch}"
+    )
 
 
 def cache_path(cache_dir: Path, signature: str) -> Path:
@@ -181,7 +196,8 @@ def save(cache_dir: Path, calibration: Calibration) -> Path:
 def calibrate(engine: SpeechEngine, voice: str, threads: int) -> Calibration:
     """Time the text side on a short and a long segment and the decoder (`DecodeSpeed.measure`) on the
     long one's features, the fastest of two runs of each (one run read twice the decoder's figure in one
-    replica of three on a quiet 2-core machine; the live figures refine them)."""
+    replica of three on a quiet 2-core machine; the live figures refine them); on an engine that
+    batches, also one pass over up to GPU_BATCH_WINDOWS (on a CPU, CPU_BATCH_WINDOWS) windows."""
     started = time.perf_counter()
     short_tokens = engine.segments(SHORT_TEXT, "en-us")[0]
     long_tokens = engine.segments(SPEED_TEXT, "en-us")[0]
@@ -199,7 +215,13 @@ def calibrate(engine: SpeechEngine, voice: str, threads: int) -> Calibration:
     token_s = max(1e-5, (long_s - short_s) / max(1, len(long_tokens) - len(short_tokens)))
     text = TextSpeed(max(0.0, short_s - token_s * len(short_tokens)), token_s)
     decode = DecodeSpeed.measure(
-        lambda ranges: engine.decode_windows(features, ranges), features.frames, engine.lanes
+        lambda ranges: engine.decode_windows(features, ranges),
+        features.frames,
+        engine.lanes,
+        batch=lambda ranges: engine.decode_batch([Window(features, start, stop) for start, stop in ranges]),
+        batch_windows=min(
+            engine.batch, GPU_BATCH_WINDOWS if engine.device.startswith("cuda") else CPU_BATCH_WINDOWS
+        ),
     )
     return Calibration(
         cpu_signature(engine, threads),

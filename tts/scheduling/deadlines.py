@@ -9,6 +9,9 @@ played out) is due when its first turn, alone on the engine, would be done (`fir
 side and first window, by the calibration), plus one shortest step for each listener already playing
 (`shortest_step_s`; a late first audio is a longer wait before speech; a playing listener's gap is a
 stutter in it).
+
+The same arithmetic decides when a session waiting for a slot may take one (`room`): only once every
+playing listener has the audio to wait for its first turn and then for its own next step.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Sequence
 
 from tts.scheduling.admission import SENTENCE_TOKENS
 from tts.scheduling.calibration import Calibration
-from tts.scheduling.plan import MIN_STEP_FRAMES, WindowPlan
+from tts.scheduling.plan import BUDGET_SHARE, MIN_STEP_FRAMES, WindowPlan
 from tts.scheduling.speed import DecodeSpeed
 
 
@@ -32,6 +35,19 @@ def budget(now: float, deadlines: Sequence[float]) -> float:
     must see k steps done before its own listener runs out, so one long step cannot make the next
     session stall."""
     return max(0.0, min((due - now) / rank for rank, due in enumerate(deadlines, 1)))
+
+
+def room(slacks: Sequence[float], first_turn_s: float, shortest_step_s: float) -> bool:
+    """Whether a new session's first turn can run now without a playing listener running out: each
+    listener's slack (seconds of audio it has left), in order from the least, covers that turn and
+    then one shortest step of its own and of each listener before it, within BUDGET_SHARE (the plan's
+    margin for a slower step). Admitted without this, at capacity + 2 on 2 cores, the second of two
+    sessions let in together took its first turn while the first had only its first window's 0.3 s
+    to play: it stalled 0.26-0.56 s (issue #49)."""
+    return all(
+        BUDGET_SHARE * slack >= first_turn_s + rank * shortest_step_s
+        for rank, slack in enumerate(sorted(slacks), 1)
+    )
 
 
 def first_turn_s(plan: WindowPlan, calibration: Calibration | None) -> float:

@@ -45,8 +45,9 @@ plays.
   slot from its first message until its listener has played out all it was sent, or, once it sends no
   more (`closed`: its WebSocket closed, a one-shot POST), until its work is computed; while the slots
   are full, a new session waits in line, told its place (`Queued` on its audio queue), and is admitted
-  first in line when a slot frees; past `max_waiting(capacity)` it is refused (`EngineBusy`). `/ping`
-  reports `load`.
+  first in line when a slot frees and every playing listener has the audio to wait for its first turn
+  (`Picker.room`: one at a time, so that it never makes a listener, nor the one let in just before it,
+  stall); past `max_waiting(capacity)` it is refused (`EngineBusy`). `/ping` reports `load`.
 
 Backpressure: a session's synthesis runs at most AHEAD_LIMIT_S of audio ahead of its reader. A job's
 PCM waits in its `AudioQueue` until the reader (the session's sender, or `POST /invocations`) takes it;
@@ -75,7 +76,7 @@ from tts.scheduling.jobs import Job, estimated
 from tts.scheduling.listeners import Listeners
 from tts.scheduling.picking import Picker
 from tts.scheduling.plan import BUDGET_SHARE, WindowPlan
-from tts.scheduling.runner import StepRunner
+from tts.scheduling.runner import Outcome, StepRunner
 from tts.wire.protocol import Synthesize
 
 log = logging.getLogger("tts.scheduling.scheduler")
@@ -121,8 +122,9 @@ class Scheduler:
         self._in_flight: set[Hashable] = set()
         self._held: set[Hashable] = set()  # owners left out of the rotation: AHEAD_LIMIT_BYTES ahead
         self._listeners = Listeners()
-        self._slots = Slots(plan, calibration, capacity)  # capacity: TTS_CAPACITY, 0 for the calibration's
-        self._picker = Picker(plan, calibration, self._queues, self._listeners, self._slots)
+        # capacity: TTS_CAPACITY, 0 for the calibration's; counted with the engine's batch
+        self._slots = Slots(plan, calibration, capacity, engine.batch)
+        self._picker = Picker(plan, calibration, self._queues, self._listeners, self._slots, engine.batch)
         self._wakeup = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -211,13 +213,13 @@ class Scheduler:
     def _admit(self, now: float) -> None:
         """Free the slots of the sessions with nothing queued or in flight whose listeners have played
         out all they were sent, or which send no more (`closed`), then admit the first in line while
-        slots are free."""
+        slots are free and the playing listeners have room for its first turn (`Picker.room`)."""
         runs_out_at = self._listeners.runs_out_at
         self._slots.free(
             lambda owner: owner not in self._queues and owner not in self._in_flight,
             lambda owner: runs_out_at.get(owner, 0.0) <= now,
         )
-        admitted = self._slots.admit_waiting()
+        admitted = self._slots.admit_waiting(lambda: self._picker.room(now))
         for owner in admitted:
             for job in self._queues[owner]:
                 job.position = None
@@ -276,12 +278,13 @@ class Scheduler:
         head = self._queues[owner][0]
         return head.segments is not None or head.text_error is not None or head.cancelled
 
-    async def _next(self) -> Job:
-        """The next job to run a step of, in flight (`Picker.pick`)."""
-        job = self._picker.pick(await self._ready())
-        self._rotation.remove(job.owner)
-        self._in_flight.add(job.owner)
-        return job
+    async def _next(self) -> list[Job]:
+        """The next jobs to run a step of, in flight (`Picker.pick`: one, or a batch)."""
+        jobs = self._picker.pick(await self._ready())
+        for job in jobs:
+            self._rotation.remove(job.owner)
+            self._in_flight.add(job.owner)
+        return jobs
 
     async def _ready(self) -> list[Hashable]:
         """The sessions in the rotation whose next job's text is prepared, once there are any (in
@@ -296,32 +299,37 @@ class Scheduler:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
 
-    def _run_step(self, job: Job) -> bytes | None:
-        """In a worker thread: the picked job's turn (`StepRunner.run`)."""
-        return self._runner.run(job)
+    def _run_steps(self, jobs: list[Job]) -> list[Outcome]:
+        """In a worker thread: the picked jobs' turns (`StepRunner.run_many`)."""
+        return self._runner.run_many(jobs)
 
     async def _work(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            job = await self._next()
-            finished = False
+            jobs = await self._next()
             try:
-                pcm = await loop.run_in_executor(self._pool, self._run_step, job)
-                if job.words is not None and not job.cancelled:
-                    self._listeners.deliver(job, job.words)
-                    job.words = None
-                if pcm is not None and not job.cancelled:
-                    self._listeners.deliver(job, pcm)
-                finished = job.cancelled or job.exhausted
-            except SynthesisCancelled:
-                finished = True
-            except Exception as exc:
-                log.exception("synthesis failed for request %s", job.request.request_id)
-                self._listeners.start(job.owner)
-                job.audio.put_nowait(exc)
-                job.cancelled = True
-                finished = True
-            self._release(job, finished)
+                outcomes = await loop.run_in_executor(self._pool, self._run_steps, jobs)
+            except Exception as exc:  # the pool itself failed (shut down): each job fails with it
+                outcomes = [exc] * len(jobs)
+            for job, outcome in zip(jobs, outcomes, strict=True):
+                self._release(job, self._settle(job, outcome))
+
+    def _settle(self, job: Job, outcome: Outcome) -> bool:
+        """Hand what the job's turn gave to its listener; whether the job is finished."""
+        if isinstance(outcome, SynthesisCancelled):
+            return True
+        if isinstance(outcome, BaseException):
+            log.error("synthesis failed for request %s", job.request.request_id, exc_info=outcome)
+            self._listeners.start(job.owner)
+            job.audio.put_nowait(outcome)
+            job.cancelled = True
+            return True
+        if job.words is not None and not job.cancelled:
+            self._listeners.deliver(job, job.words)
+            job.words = None
+        if outcome is not None and not job.cancelled:
+            self._listeners.deliver(job, outcome)
+        return job.cancelled or job.exhausted
 
     def _lead_done(self, owner: Hashable, job: Job) -> bool:
         """Whether the lead computed so far lets the listener start and never wait for the work left

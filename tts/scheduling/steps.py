@@ -1,6 +1,8 @@
 """One segment's audio, one planned step per `next()` call: the plan (`plan.py`) says which frames the
 step gets, the engine's `WindowDecoder` decodes and stitches them, and, with a `DecodeSpeed`, every step
-is timed into it and `next(budget_s)` sizes the step to the budget."""
+is timed into it and `next(budget_s)` sizes the step to the budget. A step decoded in one pass with
+other sessions' steps comes in three calls instead: `plan` (its frames), `batch` (its windows, for the
+engine's `decode_batch`) and `complete` (their audio, stitched)."""
 
 from __future__ import annotations
 
@@ -9,17 +11,27 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tts.engines.base import Features, RunFlag, SpeechEngine
+from tts.engines.base import Features, RunFlag, SpeechEngine, Window
 from tts.engines.decode import WindowDecoder
 from tts.scheduling.plan import WindowPlan, Work
 from tts.scheduling.speed import DecodeSpeed
 
 
 class WindowedDecode:
-    def __init__(self, decoder: WindowDecoder, plan: WindowPlan, speed: DecodeSpeed | None = None) -> None:
+    def __init__(
+        self,
+        decoder: WindowDecoder,
+        plan: WindowPlan,
+        speed: DecodeSpeed | None = None,
+        features: Features | None = None,
+        run_flag: RunFlag | None = None,
+    ) -> None:
+        """`features` and `run_flag`: the segment's, for its steps' windows in a batch (`batch`)."""
         self._decoder = decoder
         self._plan = plan
         self._speed = speed
+        self._features = features
+        self._run_flag = run_flag
         self._steps_taken = 0
 
     @property
@@ -51,15 +63,44 @@ class WindowedDecode:
         engine shared by `sharing` sessions, sized to `budget_s`, the seconds until the listener runs
         out of audio, or the ramp's step that makes `lead_s`, the audio computed for a listener not yet
         started, enough; the segment is followed by the `later` work); return the audio it completes."""
+        step = self.plan(budget_s, sharing, later, lead_s)
         decoder = self._decoder
-        step = self._plan.step(
-            decoder.position, self._steps_taken, decoder.frames, budget_s, self._speed, sharing, later, lead_s
-        )
         started = time.perf_counter()
         audio = decoder.decode(step)
         if self._speed is not None:
             decoded = [stop - start for start, stop in decoder.padded(step)]
             self._speed.observe(decoded, time.perf_counter() - started)
+        self._steps_taken += 1
+        return audio
+
+    @property
+    def steps_taken(self) -> int:
+        return self._steps_taken
+
+    def plan(
+        self,
+        budget_s: float | None = None,
+        sharing: int = 0,
+        later: Sequence[Work] = (),
+        lead_s: float | None = None,
+    ) -> list[tuple[int, int]]:
+        """The next step's frame ranges (what `next` decodes)."""
+        decoder = self._decoder
+        return self._plan.step(
+            decoder.position, self._steps_taken, decoder.frames, budget_s, self._speed, sharing, later, lead_s
+        )
+
+    def batch(self, step: list[tuple[int, int]]) -> list[Window]:
+        """The step's windows (its frames and their context), for the engine's `decode_batch`."""
+        if self._features is None:
+            raise ValueError("a step decoded in a batch needs its segment's features (`windowed`)")
+        return [
+            Window(self._features, start, stop, self._run_flag) for start, stop in self._decoder.padded(step)
+        ]
+
+    def complete(self, step: list[tuple[int, int]], decoded: list[np.ndarray]) -> np.ndarray:
+        """The audio the step completes, given its windows' audio (`batch`, decoded elsewhere)."""
+        audio = self._decoder.complete(step, decoded)
         self._steps_taken += 1
         return audio
 
@@ -72,4 +113,5 @@ def windowed(
     run_flag: RunFlag | None = None,
 ) -> WindowedDecode:
     """`features`' segment, step by step as `plan` says (sized by `speed` when given a budget)."""
-    return WindowedDecode(engine.window_decoder(features, plan.context_frames, run_flag), plan, speed)
+    decoder = engine.window_decoder(features, plan.context_frames, run_flag)
+    return WindowedDecode(decoder, plan, speed, features, run_flag)

@@ -57,3 +57,39 @@ async def test_a_waiting_session_that_goes_away_leaves_nothing_behind():
         assert heard[1][1] == [2, 1], "b moved up when the session ahead of it went away"
     finally:
         await scheduler.stop()
+
+
+async def test_sessions_let_in_as_slots_free_start_without_a_stall():
+    """Issue #49, capacity + 2: four answers asked at once on an engine that keeps two gap-free, each
+    session closing once its audio is in (as the capacity study's clients do), so both slots free
+    within a step of each other. Before, both waiting sessions were let in at once, and the second's
+    first turn (its text side, 0.3 s here) ran while the first had only its first window's 0.3 s to
+    play: it stalled 0.11-0.2 s. Now the second is let in once the first has audio ahead of it."""
+    engine = SpeedModelEngine(realtime=10.0, text_side_s=0.3, lanes=2)
+    scheduler = SpeedModelScheduler(engine, engine.plan, engine.calibration())  # type: ignore[arg-type]
+    scheduler.start()
+
+    async def answer(name: str) -> tuple[list[tuple[float, float]], list[int]]:
+        jobs = [scheduler.submit(name, request(sentence(60), f"{name}{n}")) for n in range(3)]
+        heard, places = [], []
+        for job in jobs:
+            got, told = await listen(job)
+            heard, places = heard + got, places + told
+        scheduler.closed(name)
+        return heard, places
+
+    try:
+        assert scheduler.capacity == 2
+        tasks = []
+        for n in range(4):
+            tasks.append(asyncio.create_task(answer(f"s{n}")))
+            await asyncio.sleep(0.02)
+        results = await asyncio.wait_for(asyncio.gather(*tasks), 60)
+    finally:
+        await scheduler.stop()
+    waited = [round(stalls(heard), 3) for heard, _ in results]
+    assert all(w < 0.05 for w in waited[2:]) and all(w < 0.1 for w in waited[:2]), waited
+    assert [places for _, places in results] == [[], [], [1], [2, 1]]
+    first_done = min(heard[-1][0] for heard, _ in results[:2])
+    firsts = [heard[0][0] for heard, _ in results[2:]]
+    assert first_done < firsts[0] < firsts[1] < first_done + 1.5, (first_done, firsts)

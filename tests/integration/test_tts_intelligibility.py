@@ -2,8 +2,9 @@
 
 Eight sentences, 80 words, per voice: on four (40 words) one word more or less moved jf_nezumi across
 the line by chance (whole-segment audio already has 3 errors there: "needed tuna" for "need it
-sooner"). Measured with the default streamed decoding: jm_kumo 0.013 (whole-segment 0.025), jf_nezumi
-0.075 (whole-segment 0.05; streaming costs it "It shipped", heard as "It's shut").
+sooner"). Measured with the default streamed decoding: af_heart 0.025 ("Please hold on when they check"),
+bm_george 0.013 ("It's shipped"); earlier, with the five Japanese voices of the int8 release read in
+English, jm_kumo 0.013 and jf_nezumi 0.075.
 """
 
 import json

@@ -1,7 +1,7 @@
 """House rule, read from the source: no module over 400 lines, no function over 60 (a nested function
 counts on its own and inside the one that holds it; a route table is data, and a route handler a named
-function of its own). Checked in every room of ours but `deploy`, whose CDK stacks are built in
-constructors over 60 lines (construct trees: `deploy/stacks/`), until they are cut."""
+function of its own). Checked in every room of ours, `deploy` too since its stacks' constructors were cut
+into named parts (`ObservabilityStack.__init__` was 145 lines)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from tests.support.paths import REPO
 from tests.test_house import DEV_TOOLS, SHARED, SHIPPED, WEB, module_name
 
-SIZED = tuple(room for room in (*SHARED, *WEB, *SHIPPED, *DEV_TOOLS) if room != "deploy")
+SIZED = (*SHARED, *WEB, *SHIPPED, *DEV_TOOLS)
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 

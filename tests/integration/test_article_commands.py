@@ -40,7 +40,16 @@ def run(argv: list[str], env: dict[str, str], timeout: float) -> subprocess.Comp
 
 def test_agent_infra_demo_against_the_local_stack(stack) -> None:
     result = run(
-        article("agent-infra", "demo", "--endpoint-url", stack.agent_url, "--prompt", "Where is my order?"),
+        article(
+            "agent-infra",
+            "demo",
+            "--endpoint-url",
+            stack.agent_url,
+            "--prompt",
+            "Where is my order?",
+            "--runs",
+            "1",
+        ),
         dict(os.environ),
         timeout=280,
     )

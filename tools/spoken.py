@@ -99,14 +99,15 @@ def with_pause(text: str, after_words: int, pause_s: float, voice: str) -> bytes
         before, after = " ".join(written[:after_words]), " ".join(written[after_words:])
         pause = f'<break time="{round(pause_s * 1000)}ms"/>'
         return espeak(f"<speak>{before} {pause} {after}</speak>", voice, ssml=True)
-    from tts.text.speech_text import speech_text
+    from tts.text.script import Script
 
     engine = _kokoro()
     audio: list[np.ndarray] = []
     timed: list[tuple[float, float]] = []  # each written word's first and last sound, in ms
-    for tokens, words in engine.timed_segments(text, speech_text(text), "en-us"):
-        features = engine.features(tokens, voice, 1.0)
-        timed += [(w.start_ms, w.end_ms) for w in words.times(features.durations, sum(map(len, audio))).words]
+    for segment in engine.speech_segments(Script.plain(text), "en-us", timed=True):
+        features = engine.features(list(segment.tokens), voice, 1.0)
+        words = segment.words.times(features.durations, sum(map(len, audio))).words
+        timed += [(w.start_ms, w.end_ms) for w in words]
         audio.append(engine.decode(features))
     cut = None
     if len(timed) > after_words:  # midway between the two words: all of the one, none of the next

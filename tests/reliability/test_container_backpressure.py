@@ -38,6 +38,8 @@ class FakeEngine:
     """One segment per text; records every step it computes, as (text, step number). Given no decoder
     speed, the scheduler claims no capacity and sizes no step."""
 
+    batch = 1  # windows one after another, as SpeechEngine's default
+
     def __init__(self) -> None:
         self.computed: list[tuple[str, int]] = []
         self._texts: list[str] = []

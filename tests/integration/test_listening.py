@@ -157,7 +157,10 @@ async def test_speaking_over_the_answer_interrupts_it_and_becomes_the_next_turn(
     interrupted = next(e for e in events if e["type"] == "interrupted")
     assert starts[1] < ends[0], "the voice stopped the answer (its turn ended after the user spoke)"
     assert ends[0] < kinds.index("interrupted") < kinds.index("agent_start", ends[0]), "then the next turn"
-    assert events[ends[0]]["interrupted"] is True and events[ends[1]]["interrupted"] is False
+    # The first turn's `agent_end` says whether its synthesis was still going when the voice stopped it:
+    # on a loaded machine Whisper's partial can come after Kokoro computed the whole answer, and then it is
+    # the playback the voice stops (the `interrupted` event, checked below). The second turn is heard out.
+    assert events[ends[1]]["interrupted"] is False
     assert 800 <= interrupted["played_ms"] <= 4000, interrupted
     assert interrupted["heard"].endswith(INTERRUPTED_MARK)
     # Paused at the voice (the client stops playing; the played count stands still), stopped at the first

@@ -22,6 +22,7 @@ refused with 403) is agent.browser_guard.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
 from typing import Any
@@ -34,6 +35,7 @@ from starlette.websockets import WebSocket
 
 from agent.browser_guard import NOSNIFF, cross_origin_refusal, foreign_origin, host_refusal, page_headers
 from agent.config import AgentConfig
+from agent.endpoint_stream import EndpointStreamError
 from agent.events import Event, EventClock, TurnError, agent_end, error, interrupted
 from agent.listening import SpokenConversation
 from agent.model import Conversations, SessionBusy, text_deltas
@@ -46,6 +48,8 @@ from agent.turn_taking import TurnTaking
 from facts import AUDIO_FORMATS, BIDI, MODES
 from host_guard import HostGuard, allowed_hosts
 from tts.wire.sse import encode_event
+
+log = logging.getLogger("agent.app")
 
 MAX_PROMPT_CHARS = 4000
 VOICES_TIMEOUT_S = 15.0
@@ -252,10 +256,16 @@ class VoiceAgent:
         try:
             async with asyncio.timeout(VOICES_TIMEOUT_S), await self._speech.open_session() as session:
                 listed = await session.voices()
-        except Exception as exc:
-            reason = type(exc).__name__ if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
-            return JSONResponse({"error": f"the voice list is not available ({reason})"}, status_code=502)
-        return JSONResponse(listed, headers=NOSNIFF)
+        except EndpointStreamError as exc:  # the endpoint's own typed answer (no endpoint, refused)
+            reason = str(exc)
+        except TimeoutError:
+            reason = f"no answer in {VOICES_TIMEOUT_S:.0f} s"
+        except Exception:  # anything else is ours: logged, and not shown to the page
+            log.exception("GET /voices failed")
+            reason = "the endpoint could not be asked"
+        else:
+            return JSONResponse(listed, headers=NOSNIFF)
+        return JSONResponse({"error": f"the voice list is not available ({reason})"}, status_code=502)
 
     def _check_settings(self, settings: dict[str, Any]) -> None:
         parse_turn({**settings, "prompt": "settings"}, self._config)

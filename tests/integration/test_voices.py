@@ -123,9 +123,10 @@ async def test_a_pronunciation_changes_what_asr_hears_for_a_word_it_misheard(tts
     else:
         fixed = {"text": f'<speak>Please call <phoneme ph="{phonemes}">{word}</phoneme> after lunch.</speak>'}
     heard = transcribe((await speak(tts_server, fixed))[1]).lower()
-    assert "nguyen" in plain, plain
+    said_so = {"win", "when", "wynn"}  # how Whisper writes "wɪn"
+    assert not said_so & set(plain.replace(".", " ").split()), plain  # "nguyen", or "new year"
     heard_words = heard.replace(".", " ").split()
-    assert "nguyen" not in heard_words and {"win", "when", "wynn"} & set(heard_words), heard
+    assert "nguyen" not in heard_words and said_so & set(heard_words), heard
 
 
 async def test_a_lexicon_over_the_openai_body_and_a_bad_one_is_a_typed_error(tts_server):

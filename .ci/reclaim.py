@@ -1,0 +1,81 @@
+"""Frees the disk the GPU phase needs, between .ci/run's phases.
+
+The GPU image's build needs about 25 GB free (its 7.9 GB virtual environment is a layer of the build
+stage, then written again by the final stage's `COPY --from` and committed a second time by the
+classic builder), and CI's machine ran out of it at pip's install, after the default suite and the
+arm64 phase had filled the disk. What the later phase never reads goes:
+
+- the engine's own-platform (amd64) images the default suite built (`voice-agent-aws/kokoro-tts`,
+  `whisper-stt`, `echo`, `agent`) and the build stages left untagged beside them; the arm64 images and
+  their untagged build stages stay, since the rehearsal builds the arm64 agent again from those cached
+  layers (cold, under QEMU, it takes about 25 minutes), and so do the base images;
+- pip's cache of the wheels .venv was installed from (torch's CUDA wheels alone are about 4 GB);
+- the default suite's pytest temporary directories (model copies, calibrations, recordings).
+
+It prints what each step freed. Run it with the project's interpreter: `.venv/bin/python .ci/reclaim.py`.
+"""
+
+from __future__ import annotations
+
+import getpass
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import docker
+import docker.errors
+
+REPOSITORY = "voice-agent-aws/"
+KEPT = ("voice-agent-aws/python-base",)
+"""The bases every later build starts from."""
+
+
+def free_bytes() -> int:
+    return shutil.disk_usage(Path.cwd()).free
+
+
+def report(step: str, action: Callable[[], None]) -> None:
+    before = free_bytes()
+    action()
+    print(f"reclaim: {step}: {(free_bytes() - before) / 1e9:+.1f} GB ({free_bytes() / 1e9:.1f} GB free)")
+
+
+def own_platform_images() -> None:
+    client = docker.from_env()
+    for image in client.images.list():
+        if image.attrs.get("Architecture") == "arm64":
+            continue
+        tags = [tag for tag in image.tags if tag.startswith(REPOSITORY) and not tag.startswith(KEPT)]
+        for tag in tags:
+            try:
+                client.images.remove(tag)
+            except docker.errors.APIError as exc:  # a container still uses it: it stays
+                print(f"reclaim: kept {tag}: {exc.explanation or exc}")
+    for image in client.images.list(filters={"dangling": True}):
+        if image.attrs.get("Architecture") == "arm64":
+            continue
+        try:
+            client.images.remove(image.id)
+        except docker.errors.APIError as exc:  # a parent of another image: it stays
+            print(f"reclaim: kept {image.short_id}: {exc.explanation or exc}")
+
+
+def pip_cache() -> None:
+    subprocess.run([sys.executable, "-m", "pip", "cache", "purge"], check=False, capture_output=True)
+
+
+def pytest_temporaries() -> None:
+    shutil.rmtree(Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}", ignore_errors=True)
+
+
+def main() -> None:
+    report("the default suite's amd64 images and build stages", own_platform_images)
+    report("pip's cache", pip_cache)
+    report("pytest's temporary directories", pytest_temporaries)
+
+
+if __name__ == "__main__":
+    main()

@@ -280,11 +280,29 @@ class Scheduler:
 
     async def _next(self) -> list[Job]:
         """The next jobs to run a step of, in flight (`Picker.pick`: one, or a batch)."""
-        jobs = self._picker.pick(await self._ready())
+        jobs = self._pick(await self._ready())
         for job in jobs:
             self._rotation.remove(job.owner)
             self._in_flight.add(job.owner)
         return jobs
+
+    def _pick(self, ready: list[Hashable]) -> list[Job]:
+        """`Picker.pick`; when it fails (a fault in the scheduler's own figures for some session's job),
+        each ready session is picked alone, and the head job of one that fails again fails with that
+        error (its client is told, `_settle`), so one bad job never stops the worker and every other
+        session's audio with it."""
+        try:
+            return self._picker.pick(ready)
+        except Exception:
+            log.exception("picking among %d ready sessions failed; picking each alone", len(ready))
+        for owner in ready:
+            try:
+                return self._picker.pick([owner])
+            except Exception as exc:
+                job = self._queues[owner][0]
+                self._rotation.remove(owner)
+                self._release(job, self._settle(job, exc))
+        return []
 
     async def _ready(self) -> list[Hashable]:
         """The sessions in the rotation whose next job's text is prepared, once there are any (in
@@ -307,6 +325,8 @@ class Scheduler:
         loop = asyncio.get_running_loop()
         while True:
             jobs = await self._next()
+            if not jobs:  # each ready session's job failed as it was picked (`_pick`)
+                continue
             try:
                 outcomes = await loop.run_in_executor(self._pool, self._run_steps, jobs)
             except Exception as exc:  # the pool itself failed (shut down): each job fails with it

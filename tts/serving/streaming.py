@@ -70,7 +70,12 @@ async def audio_frames(
             raise Busy(f"the replica is busy: {item}") from item
         if isinstance(item, BaseException):
             publish_error(SynthesisFailed.code)
-            raise SynthesisFailed(f"synthesis failed: {str(item) or type(item).__name__}") from item
+            # The engine's own words name its internals ("'Segment' object is not subscriptable"):
+            # the log keeps them under the request's id, the client is told which kind of fault it was.
+            raise SynthesisFailed(
+                f"synthesis failed ({type(item).__name__}; the replica's log has request "
+                f"{job.request.request_id})"
+            ) from item
         if isinstance(item, TimedWords):
             yield item
             continue

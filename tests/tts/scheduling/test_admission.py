@@ -2,9 +2,11 @@
 
 import asyncio
 
+import pytest
+
 from tests.support.speed_model import SpeedModelEngine, SpeedModelScheduler, listen, request, sentence, stalls
 from tts.scheduling.admission import EngineBusy, max_waiting
-from tts.serving.streaming import AudioStats, Busy, audio_frames
+from tts.serving.streaming import AudioStats, Busy, SynthesisFailed, audio_frames
 from tts.wire import protocol
 
 
@@ -93,3 +95,34 @@ async def test_sessions_let_in_as_slots_free_start_without_a_stall():
     first_done = min(heard[-1][0] for heard, _ in results[:2])
     firsts = [heard[0][0] for heard, _ in results[2:]]
     assert first_done < firsts[0] < firsts[1] < first_done + 1.5, (first_done, firsts)
+
+
+async def test_a_fault_while_picking_fails_that_job_alone_and_the_worker_goes_on():
+    """A fault in the scheduler's own figures for one session's job (once: a segment read as a list)
+    ended the worker, and every session then waited for audio until its client gave up. Now that job
+    fails with a typed error that names the kind of fault, not its internals, and the next session in
+    line is let in and served."""
+    engine = SpeedModelEngine(realtime=3.0, text_side_s=0.05)
+    scheduler = SpeedModelScheduler(engine, engine.plan, engine.calibration())  # type: ignore[arg-type]
+    picking = scheduler._picker.pick
+
+    def pick(ready):
+        if "faulty" in ready:
+            raise TypeError("'Segment' object is not subscriptable")
+        return picking(ready)
+
+    scheduler._picker.pick = pick  # type: ignore[method-assign]
+    scheduler.start()
+    try:
+        faulty = scheduler.submit("faulty", request(sentence(12), "faulty"))
+        served = scheduler.submit("served", request(sentence(12), "served"))
+        frames = audio_frames(faulty, 4800, AudioStats())
+        with pytest.raises(SynthesisFailed) as failed:
+            await asyncio.wait_for(anext(frames), 10)
+        assert failed.value.code == "synthesis_failed"
+        assert "TypeError" in str(failed.value) and "subscriptable" not in str(failed.value)
+        audio, places = await asyncio.wait_for(listen(served), 30)
+        assert audio and places == [1], "served waited for the faulty one's slot, then was heard"
+        assert "faulty" not in scheduler._queues
+    finally:
+        await scheduler.stop()

@@ -9,6 +9,11 @@ import sys
 
 from agent.config import AgentConfig
 
+# How long open connections may finish after SIGTERM before they are closed: a conversation's `/ws`
+# whose handler waits on the speech-to-text stream never ends by itself, and without a limit the replica
+# sat out the runtime's whole 30 s grace (the emulator's stop, AgentCore's) until SIGKILL.
+GRACEFUL_SHUTDOWN_S = 5
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agent", description=__doc__)
@@ -30,7 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     config = AgentConfig.from_env(**overrides)
     app = create_app(config)
     app.logger.setLevel(args.log_level.upper())  # the SDK logs every call at INFO
-    uvicorn.run(app, host=config.host, port=config.port, log_level=args.log_level)
+    uvicorn.run(
+        app,
+        host=config.host,
+        port=config.port,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+    )
     return 0
 
 

@@ -147,5 +147,5 @@ def test_the_test_script_runs_the_default_selection_in_its_two_parts() -> None:
     selection = addopts[addopts.index("-m") + 1]
     script = (REPO / "scripts" / "test").read_text()
     assert f'default="{selection}"' in script
-    assert '-m "$default and (docker or not integration)"' in script
-    assert '-m "$default and integration and not docker"' in script
+    assert '-m "$default and not timed and (docker or not integration)"' in script
+    assert '-m "$default and (timed or integration and not docker)"' in script

@@ -136,16 +136,3 @@ def test_every_pytest_env_selection_collects() -> None:
         assert code == 0, (
             f"tox -e {env}: `pytest {shlex.join(selections[env])}` does not collect:\n{section[-3000:]}"
         )
-
-
-def test_the_test_script_runs_the_default_selection_in_its_two_parts() -> None:
-    """scripts/test splits pyproject's default selection (addopts' -m) into the part that runs in two
-    workers and the real-time part run alone: together they are that selection, neither more nor less."""
-    addopts = shlex.split(
-        tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
-    )
-    selection = addopts[addopts.index("-m") + 1]
-    script = (REPO / "scripts" / "test").read_text()
-    assert f'default="{selection}"' in script
-    assert '-m "$default and not timed and (docker or not integration)"' in script
-    assert '-m "$default and (timed or integration and not docker)"' in script

@@ -96,7 +96,6 @@ async def test_a_turn_whose_speech_still_streams_keeps_its_session_busy_and_an_i
     [("bidi", "[", 20_000), ("batch", "`", 10_000)],
     ids=["bidi-brackets", "batch-backticks"],
 )
-@pytest.mark.timed
 async def test_an_adversarial_answer_never_holds_ping(
     monkeypatch: pytest.MonkeyPatch, mode: str, character: str, count: int
 ) -> None:

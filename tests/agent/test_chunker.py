@@ -220,7 +220,6 @@ def test_first_fragment_max_words_cuts_a_long_first_sentence_after_its_nth_word(
     assert chunker.feed("ld and") == ["Hello world"]
 
 
-@pytest.mark.timed
 def test_first_fragment_max_words_counts_each_character_once() -> None:
     """A first chunk of many spaces and few words, streamed in small fragments, costs a pass over it,
     not a word count per space: 4x the input takes about 4x the time (a count per space, 16x)."""

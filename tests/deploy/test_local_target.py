@@ -31,7 +31,10 @@ IDENTITY = Identity("123456789012", "us-east-1", "arn:aws:iam::123456789012:user
 
 
 def test_without_an_emulator_the_local_deploy_says_how_to_start_one(tmp_path: Path):
-    env = dict(os.environ, EMULATOR_HOME=str(tmp_path / "no-emulator"))
+    # Without the emulator's variables too: a process that had every endpoint's variable (seen in a run
+    # of the tests in two workers) found another test's emulator by them.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "EMULATOR_", "DEPLOY_"))}
+    env["EMULATOR_HOME"] = str(tmp_path / "no-emulator")
     argv = [sys.executable, "-m", "deploy", "status", "--target", "local"]
     result = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2

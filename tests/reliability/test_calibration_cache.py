@@ -16,7 +16,7 @@ from tests.support.speed_model import SpeedModelEngine
 from tests.support.tts_container import tts_container
 from tts.scheduling import calibration as calibrations
 
-pytestmark = [pytest.mark.reliability, pytest.mark.timed]
+pytestmark = pytest.mark.reliability
 
 
 def _poisons(signature: str) -> dict[str, str]:

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from tests.support.timing import best_of
 from tts.text.speech_text import RULES, Rule, speech_text
 
-pytestmark = [pytest.mark.reliability, pytest.mark.timeout(300), pytest.mark.timed]
+pytestmark = [pytest.mark.reliability, pytest.mark.timeout(300)]
 
 ATOMS = [
     "`",

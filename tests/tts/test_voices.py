@@ -153,7 +153,6 @@ def test_a_blend_sounds_between_its_parts(engine):
     assert np.array_equal(same.f0, engine.features(tokens, "jm_kumo", 1.0).f0)
 
 
-@pytest.mark.timed
 @pytest.mark.parametrize("spaces", [2_000, 4_000, 200_000])
 def test_an_unclosed_weight_is_refused_in_linear_time(spaces: int):
     """`jm_kumo(` + spaces + `x`: the old pattern backtracked, 5.2 s for 2,000 spaces and over 30 s for

@@ -43,7 +43,6 @@ def test_windows_decoded_side_by_side_equal_the_same_windows_decoded_one_after_a
         np.testing.assert_allclose(audio, engine.decode(feats, start, stop), atol=1e-4)
 
 
-@pytest.mark.timed
 def test_windows_side_by_side_are_terminated_together(engine):
     _, feats = features(engine)
     options = engine.run_flag()

@@ -9,8 +9,6 @@ from tts.scheduling.admission import EngineBusy, max_waiting
 from tts.serving.streaming import AudioStats, Busy, SynthesisFailed, audio_frames
 from tts.wire import protocol
 
-pytestmark = pytest.mark.timed
-
 
 async def test_past_the_line_a_session_is_refused_busy_and_the_others_are_served():
     engine = SpeedModelEngine(realtime=3.0, text_side_s=0.05)

@@ -21,8 +21,6 @@ from tts.scheduling.plan import WindowPlan
 from tts.scheduling.scheduler import Scheduler
 from tts.scheduling.speed import DecodeSpeed
 
-pytestmark = pytest.mark.timed
-
 SESSIONS = 16
 
 

@@ -3,13 +3,9 @@ signature in the cache dir, and what follows from it moves with the speed it mea
 
 import json
 
-import pytest
-
 from tests.support.speed_model import SpeedModelEngine
 from tts.scheduling import calibration as calibrations
 from tts.scheduling.admission import capacity
-
-pytestmark = pytest.mark.timed
 
 
 def test_calibrate_measures_the_engine_it_is_given():

@@ -15,8 +15,6 @@ from tts.scheduling.plan import WindowPlan
 from tts.scheduling.scheduler import Job, Scheduler
 from tts.serving.streaming import AudioStats, audio_frames
 
-pytestmark = pytest.mark.timed
-
 
 async def drain(job: Job) -> tuple[int, float]:
     """Bytes of PCM received, and the loop time the job ended."""

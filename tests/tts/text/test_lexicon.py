@@ -74,7 +74,6 @@ def test_an_unknown_phoneme_names_the_entry_and_the_symbol():
     assert "'Nguyen'" in str(caught.value) and "☃" in str(caught.value)
 
 
-@pytest.mark.timed
 def test_a_megabyte_lexicon_is_refused_by_its_count_before_any_entry_is_read():
     huge = {f"word{i}": "wˈɜɹd" * 3 for i in range(60_000)}
     assert len(json.dumps(huge)) > 1_000_000

@@ -120,7 +120,6 @@ HOSTILE = {
 }
 
 
-@pytest.mark.timed
 @pytest.mark.parametrize("name", HOSTILE)
 def test_hostile_markup_costs_linear_time(name):
     """Four times the input costs about four times the time (a quadratic scan would cost sixteen; ten

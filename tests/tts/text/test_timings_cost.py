@@ -22,8 +22,6 @@ from tts.text.script import Script
 from tts.text.speech_text import speech_text
 from tts.text.timings import MappingCancelled, label_phonemes, spoken_words, written_labels
 
-pytestmark = pytest.mark.timed
-
 PROSE = "Thanks for waiting, I found your order. It shipped yesterday, and it arrives Thursday. "
 
 

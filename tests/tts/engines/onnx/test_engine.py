@@ -59,7 +59,6 @@ def test_long_text_is_split_at_clause_boundaries_within_the_token_limit(engine):
     assert all(s[-1] == period for s in segments[:-1]), "long text should be cut at sentence ends first"
 
 
-@pytest.mark.timed
 def test_a_running_forward_pass_can_be_terminated(engine):
     tokens = engine.segments(LONG_TEXT, "en-us")[0]
     options = ort.RunOptions()

@@ -162,7 +162,6 @@ def test_the_onnx_exports_istft_is_one_and_a_half_times_hexgrads():
     assert abs(ratio.item() - 1.5) < 1e-3
 
 
-@pytest.mark.timed
 def test_a_running_torch_forward_pass_can_be_cancelled(torch_engine):
     (tokens,) = torch_engine.segments(" ".join(SENTENCES * 2), "en-us")
     flag = CancelFlag()

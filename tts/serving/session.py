@@ -143,8 +143,8 @@ class Session:
                     self._scheduler.cancel(job)
                     await self._send_json(
                         ProtocolError(
-                            "synthesis_failed",
-                            f"synthesis failed: {type(exc).__name__}",
+                            SynthesisFailed.code,
+                            str(SynthesisFailed.of(exc, job.request.request_id)),
                             job.request.request_id,
                         ).to_json()
                     )

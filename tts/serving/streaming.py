@@ -21,6 +21,12 @@ class SynthesisFailed(RuntimeError):
 
     code = "synthesis_failed"
 
+    @classmethod
+    def of(cls, fault: BaseException, request_id: str) -> SynthesisFailed:
+        """What the client is told of `fault`: its kind and where the log keeps it, not its own words,
+        which name the replica's internals ("'Segment' object is not subscriptable")."""
+        return cls(f"synthesis failed ({type(fault).__name__}; the replica's log has request {request_id})")
+
 
 class Busy(SynthesisFailed):
     """The replica's line for a slot is full (`tts/scheduling/admission.py`): try again or elsewhere."""
@@ -70,12 +76,7 @@ async def audio_frames(
             raise Busy(f"the replica is busy: {item}") from item
         if isinstance(item, BaseException):
             publish_error(SynthesisFailed.code)
-            # The engine's own words name its internals ("'Segment' object is not subscriptable"):
-            # the log keeps them under the request's id, the client is told which kind of fault it was.
-            raise SynthesisFailed(
-                f"synthesis failed ({type(item).__name__}; the replica's log has request "
-                f"{job.request.request_id})"
-            ) from item
+            raise SynthesisFailed.of(item, job.request.request_id) from item
         if isinstance(item, TimedWords):
             yield item
             continue

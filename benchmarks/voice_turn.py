@@ -14,7 +14,8 @@ where the program is installed), resampled to 16 kHz (tools/spoken.py). Four mea
   utterance heard as two transcripts ended early; answered in parts, if the agent did not mend it
   (agent.turn_taking: the rest of a question over an answer just begun makes one turn of the two);
 - false interruptions: over a long spoken answer, backchannels ("mm-hmm", "okay", ...) and cough-like
-  noise bursts: an `interrupted` stops it, an `answer_resumed` (or nothing) does not; and a real
+  noise bursts, said 1.5 s into the audio of the answer to the whole request: an `interrupted` (or a
+  `turn_discarded` "continued") stops it, an `answer_resumed` (or nothing) does not; and a real
   question, which must interrupt: its first sound to `user_speech_started` (where the client pauses);
 - thrown-away work: every `turn_discarded` (a turn started at a pause the user talked on after).
 """
@@ -25,6 +26,7 @@ import asyncio
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,10 @@ TARGET_MS = 600
 # "Yeah", "Ok"; en-us "Yeah", "Okay", "Sure"); jm_kumo's "Yeah." is "YACHO", its "Mm-hmm." "MM Hump".
 BACKCHANNEL_VOICES = ("jf_alpha", "en-us")
 ANSWER_WAIT_S = 60.0
+# What stops an answer: a barge-in (`interrupted`), or words taken for the rest of the question, which
+# throw the answer away for a new turn (`turn_discarded` "continued", agent.turn_taking): the user hears
+# it stop. A preemptive turn's discard is not one: nobody heard that turn.
+STOPPED_BY = ("interrupted", "continued")
 
 
 class Conversation:
@@ -86,11 +92,14 @@ class Conversation:
             await self.ws.send(frame)
         return start
 
-    async def until(self, kinds: set[str], within_s: float, after: float = 0.0) -> dict[str, Any] | None:
-        """The first event of one of `kinds` that arrived after `after`, waiting for it."""
+    async def until(
+        self, kinds: set[str], within_s: float, after: float = 0.0, where: Callable[[dict], bool] = bool
+    ) -> dict[str, Any] | None:
+        """The first event of one of `kinds` for which `where` holds that arrived after `after`, waiting
+        for it."""
         deadline = time.perf_counter() + within_s
         while time.perf_counter() < deadline:
-            found = [(t, e) for t, e in self.events if e["type"] in kinds and t >= after]
+            found = [(t, e) for t, e in self.events if e["type"] in kinds and t >= after and where(e)]
             if found:
                 return found[0][1]
             await asyncio.sleep(0.01)
@@ -98,6 +107,17 @@ class Conversation:
 
     def first(self, kind: str, after: float = 0.0) -> tuple[float, dict[str, Any]] | None:
         return next(((t, e) for t, e in self.events if e["type"] == kind and t >= after), None)
+
+    def answer_audio(self) -> tuple[float, dict[str, Any]] | None:
+        """The first audio of the answer to all that was said, once every utterance has its transcript:
+        of the turn that began after the last one. Where the request ended early ("Tell me a long story"
+        | "about a dragon ..."), the first turn is thrown away when the rest is heard, and its audio is
+        not the answer's."""
+        heard = [t for t, e in self.events if e["type"] == "transcript"]
+        if not heard or len(heard) < len(self.all("user_speech_started")):
+            return None
+        began = next((t for t, e in self.events if e["type"] == "agent_start" and t >= heard[-1]), None)
+        return None if began is None else self.first("audio_chunk", after=began)
 
     def all(self, kind: str) -> list[dict[str, Any]]:
         return [e for _, e in self.events if e["type"] == kind]
@@ -154,23 +174,31 @@ async def _paused(ws_url: str, pcm: bytes) -> dict[str, Any]:
 
 
 async def _over_the_answer(ws_url: str, question: bytes, over: bytes) -> dict[str, Any]:
-    """Ask for a long answer; 1.5 s into its audio, say `over`: what the agent made of it."""
+    """Ask for a long answer; 1.5 s into its audio, say `over`: what the agent made of it. The 1.5 s run
+    from the answer to the whole request (`Conversation.answer_audio`): timed from a thrown-away turn's
+    audio, `over` came inside the mended one's first second, where words are the rest of the question
+    (agent.turn_taking), not a barge-in, or before the request's own rest was heard."""
     talk = await _open(ws_url)
     try:
         await talk.speak(spoken.silence(LEAD_S) + question)
         deadline = time.perf_counter() + ANSWER_WAIT_S
-        while (audio := talk.first("audio_chunk")) is None or time.perf_counter() < audio[0] + 1.5:
+        while (audio := talk.answer_audio()) is None or time.perf_counter() < audio[0] + 1.5:
             if time.perf_counter() > deadline:
                 return {"verdict": "no answer", "heard_after_ms": None, "heard": [], "partials": []}
             await talk.speak(spoken.silence(0.096))  # the microphone streams on, as a page's does
         said_at = talk.at(await talk.speak(over) + _onset_s(over))
         await talk.speak(spoken.silence(2.5))
-        verdict = await talk.until({"interrupted", "answer_resumed"}, 4.0, after=said_at)
+        verdict = await talk.until(
+            {"interrupted", "answer_resumed", "turn_discarded"},
+            4.0,
+            after=said_at,
+            where=lambda e: e["type"] != "turn_discarded" or e["reason"] == "continued",
+        )
         started = talk.first("user_speech_started", after=said_at)
     finally:
         await talk.ws.close()
     return {
-        "verdict": verdict["type"] if verdict else "none",
+        "verdict": (verdict.get("reason") or verdict["type"]) if verdict else "none",
         "heard_after_ms": round((started[0] - said_at) * 1000, 1) if started else None,
         "heard": [e["text"] for t, e in talk.events if e["type"] == "transcript" and t >= said_at],
         "partials": [e["text"] for t, e in talk.events if e["type"] == "transcript_partial" and t >= said_at],
@@ -245,7 +273,7 @@ def _summary(measured: dict[str, Any]) -> dict[str, Any]:
     ]
     over = measured["over"]
     stopped = {
-        kind: sum(1 for r in over if r["kind"] == kind and r["verdict"] == "interrupted")
+        kind: sum(1 for r in over if r["kind"] == kind and r["verdict"] in STOPPED_BY)
         for kind in ("backchannel", "cough", "question")
     }
     tries = {kind: sum(1 for r in over if r["kind"] == kind) for kind in stopped}

@@ -131,8 +131,10 @@ def _start_event(clock: EventClock, turn: Turn) -> Event:
 async def _audio_events(
     session: TTSSession, clock: EventClock, turn: Turn, tally: _Tally, spoken: SpokenTurn
 ) -> AsyncIterator[Event]:
-    """Relay everything the endpoint sends until it closes the session."""
+    """Relay everything the endpoint sends until it closes the session; an error once a turn (bidi sends
+    each sentence as its own request, and an unknown voice is refused for every one of them)."""
     seq = words_seq = 0
+    told: set[tuple[str, str]] = set()
     complete_s = 0.0
     sentence: int | None = None
     timeline = AudioTimeline(pcm=turn.pcm)
@@ -165,9 +167,10 @@ async def _audio_events(
             position = chunk.message.get("position")
             yield queued(clock, position if isinstance(position, int) else 0)
         elif chunk.type == "error":
-            yield error(
-                clock, str(chunk.message.get("code", "tts_error")), str(chunk.message.get("message", ""))
-            )
+            said = (str(chunk.message.get("code", "tts_error")), str(chunk.message.get("message", "")))
+            if said not in told:
+                told.add(said)
+                yield error(clock, *said)
     if seq:
         yield audio_stream_end(clock, seq, complete_s)
 

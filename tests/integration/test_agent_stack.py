@@ -68,11 +68,15 @@ def test_bad_payloads_get_a_typed_error_event(stack, payload, code):
     assert events[0]["code"] == code and events[1]["ok"] is False
 
 
-def test_an_unknown_voice_is_reported_by_the_container_and_the_turn_ends(stack):
-    events = invoke(stack, {"prompt": "Hi", "voice": "af_nobody", "mode": "batch"})
+@pytest.mark.parametrize("mode", ["batch", "bidi"])
+def test_an_unknown_voice_is_reported_by_the_container_once_and_the_turn_ends(stack, mode):
+    """Once a turn, though bidi sends each sentence on its own and the container refuses each."""
+    events = invoke(stack, {"prompt": "Hi", "voice": "af_nobody", "mode": mode})
     errors = [e for e in events if e["type"] == "error"]
-    assert errors and errors[0]["code"] == "unknown_voice"
+    assert [e["code"] for e in errors] == ["unknown_voice"], errors
     assert events[-1]["type"] == "agent_end" and events[-1]["ok"] is False
+    if mode == "bidi":
+        assert events[-1]["sentences"] > 1, "an answer of several sentences, each refused"
 
 
 def test_compressed_audio_formats_pass_through(stack):

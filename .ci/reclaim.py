@@ -12,7 +12,10 @@ arm64 phase had filled the disk. What the later phase never reads goes:
 - pip's cache of the wheels .venv was installed from (torch's CUDA wheels alone are about 4 GB);
 - the default suite's pytest temporary directories (model copies, calibrations, recordings).
 
-It prints what each step freed. Run it with the project's interpreter: `.venv/bin/python .ci/reclaim.py`.
+It prints what each step freed, and, when less than the GPU phase needs is left, the largest entries of
+the temporary directory: CI runs on the machine a session worked on, and stop 53's GPU build ran out of
+disk beside 28 GB of that session's fresh clones left in /tmp. Run it with the project's interpreter:
+`.venv/bin/python .ci/reclaim.py`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from pathlib import Path
 import docker
 import docker.errors
 
+GPU_PHASE_BYTES = 25e9
+"""What the GPU image's build needs free (see the docstring)."""
 REPOSITORY = "voice-agent-aws/"
 KEPT = ("voice-agent-aws/python-base",)
 """The bases every later build starts from."""
@@ -71,10 +76,32 @@ def pytest_temporaries() -> None:
     shutil.rmtree(Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}", ignore_errors=True)
 
 
+def size(path: Path) -> int:
+    if not path.is_dir() or path.is_symlink():
+        return path.lstat().st_size
+    return sum(entry.lstat().st_size for entry in path.rglob("*") if not entry.is_symlink())
+
+
+def warn_when_short() -> None:
+    if free_bytes() >= GPU_PHASE_BYTES:
+        return
+    needed = GPU_PHASE_BYTES / 1e9
+    print(f"reclaim: {free_bytes() / 1e9:.1f} GB free, the GPU phase needs about {needed:.0f} GB")
+    entries = []
+    for entry in Path(tempfile.gettempdir()).iterdir():
+        try:
+            entries.append((size(entry), entry))
+        except OSError:  # removed or unreadable while we looked
+            continue
+    for used, entry in sorted(entries, reverse=True)[:10]:
+        print(f"reclaim:   {used / 1e9:6.1f} GB {entry}")
+
+
 def main() -> None:
     report("the default suite's amd64 images and build stages", own_platform_images)
     report("pip's cache", pip_cache)
     report("pytest's temporary directories", pytest_temporaries)
+    warn_when_short()
 
 
 if __name__ == "__main__":

@@ -7,10 +7,10 @@ repetition penalty of 1.1 and no token 3-gram twice (over prompt and answer, as 
 applies them), so the same conversation always gets the same answer. Plain greedy decoding looped
 (`1. **1.1** - 1.1: 1.1: ...`); a seeded sampler (temperature 0.5, top-p 0.9) did worse than greedy
 with the same penalties. The comparison on the 24 everyday prompts of tests/fixtures/everyday_prompts.txt
-is in emulator/README.md. An answer stops at the end-of-turn token, or at the first sentence end after
-`max_new_tokens`, and at the latest `SENTENCE_GRACE_TOKENS` later, so a spoken answer is not cut
-mid-sentence. `inferenceConfig.maxTokens` is honoured by the Bedrock service; the request's own sampling
-settings are ignored.
+is in emulator/README.md. An answer stops at the end-of-turn token, or at the first end of a sentence or
+of a list item after `max_new_tokens`, and at the latest `SENTENCE_GRACE_TOKENS` later, so a spoken
+answer is not cut mid-sentence. `inferenceConfig.maxTokens` is honoured by the Bedrock service; the
+request's own sampling settings are ignored.
 
 A shared resource. One decoder thread owns the model and serves every request in turns, round-robin:
 each turn is one forward pass of one request, either one decoded token or `PREFILL_CHUNK` tokens of its
@@ -57,6 +57,21 @@ SENTENCE_GRACE_TOKENS = 40
 # delays the other requests by one chunk per turn instead of by its whole prefill.
 PREFILL_CHUNK = 128
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s*$")
+# A numbered list's next marker ("...may need.\n4.", or "... need. 4." on one line) ends in a period
+# too, but opens an item: stopping there left a dangling "4." that was spoken as "four" (the demo's
+# hiking question with the agent's system prompt).
+_LIST_MARKER = re.compile(r"(?:^|\n|[.!?]\s)\s*\d+[.)]\s*$")
+# A line break closes a list item that has no period of its own ("2. Smoothie with Banana\n"); not any
+# line ("here's a simple guide:\n" opens the list).
+_ITEM_END = re.compile(r"(?:^|\n)[^\S\n]*(?:\d+[.)]|[-*•])[^\S\n]+\S[^\n]*\n\s*$")
+
+
+def may_stop_after(text: str) -> bool:
+    """Whether an answer past its budget may stop after `text`: at a sentence's end or a list item's,
+    never after the number of an item that has not come yet."""
+    if _LIST_MARKER.search(text):
+        return False
+    return _SENTENCE_END.search(text) is not None or _ITEM_END.search(text) is not None
 
 
 def load_tokenizer(model_dir: Path) -> Any:
@@ -117,7 +132,7 @@ class Answer:
             self.sent = text
         count = len(self.generated)
         if count >= self.budget + SENTENCE_GRACE_TOKENS or (
-            count >= self.budget and _SENTENCE_END.search(self.sent)
+            count >= self.budget and may_stop_after(self.sent)
         ):
             return True
         self.pending = [token]

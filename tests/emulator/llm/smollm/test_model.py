@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import boto3
 import pytest
 
-from agent.config import AgentConfig
+from agent.config import DEFAULT_SYSTEM_PROMPT, AgentConfig
 from agent.model import build_agent, build_model, text_deltas
 from benchmarks.llm import concurrent_streams, single_stream
 from emulator.config import ConfigError, EmulatorConfig
@@ -63,7 +63,13 @@ def most_repeated_trigram(text: str) -> tuple[tuple[str, ...], int]:
 
 
 def ends_a_sentence(text: str) -> bool:
-    return re.search(r"[.!?][\"')\]]*$", text.strip()) is not None
+    """Ends with a sentence's end, or with a list item's words (an item needs no period), never with the
+    number of an item that never came ("...\n4.")."""
+    last = text.strip().splitlines()[-1].strip() if text.strip() else ""
+    if re.fullmatch(r"\d+[.)]|.*[.!?]\s+\d+[.)]", last):
+        return False
+    item = re.fullmatch(r"(?:\d+[.)]|[-*•])\s+\S.*", last)
+    return item is not None or re.search(r"[.!?][\"')\]]*$", last) is not None
 
 
 def list_items(text: str) -> int:
@@ -139,6 +145,22 @@ def test_everyday_questions_get_coherent_answers(smollm2: SmolLM2Model, smollm2_
         if asks_for_a_list and list_items(answer) < 2:
             failures.append(f"{prompt!r}: asked for a list, got {answer!r}")
     assert not failures, "\n".join(failures)
+
+
+def test_an_answer_past_its_budget_stops_at_a_sentence_not_at_the_next_items_number(
+    smollm2_url: str,
+) -> None:
+    """With the agent's system prompt this question gets a numbered list that runs past the answer's
+    token budget; it stopped at the next item's "4." (a period at the end), spoken as "four"."""
+    client = bedrock_client(smollm2_url)
+    response = client.converse(
+        modelId=MODEL_ID,
+        system=[{"text": DEFAULT_SYSTEM_PROMPT}],
+        messages=[user("What should I pack for a weekend hiking trip in the mountains?")],
+    )
+    answer = response["output"]["message"]["content"][0]["text"]
+    assert list_items(answer) >= 2, answer  # the case this test is for: a list
+    assert ends_a_sentence(answer), answer
 
 
 def test_the_same_question_gets_the_same_answer(smollm2_url: str) -> None:

@@ -1,8 +1,9 @@
-"""`python -m local_stack [--prompt P] [--out WAV] [--serve [--port N]] [--log FILE | --verbose]` (what
-`scripts/demo` runs): the whole stack on this machine (`local_stack.stack`), one question through the
-AgentCore hop (`invoke_agent_runtime` on the runtime's ARN, as `agent-infra demo --endpoint-url <ARN>`
+"""`python -m local_stack [--prompt P] [--out WAV] [--runs N] [--serve [--port N]] [--log FILE | --verbose]`
+(what `scripts/demo` runs): the whole stack on this machine (`local_stack.stack`), one question through
+the AgentCore hop (`invoke_agent_runtime` on the runtime's ARN, as `agent-infra demo --endpoint-url <ARN>`
 does against AWS) with the spoken answer saved to `out/answer.wav`, and the time to first audio of
-both modes (medians of three runs each; `local_stack.ask`, in a child whose environment is the stack's).
+both modes (medians of `--runs` runs each, three by default; `local_stack.ask`, in a child whose
+environment is the stack's).
 
 `--serve` keeps the stack up for the web page until Ctrl-C or SIGTERM, either of which stops the agent
 and the emulator's replicas; it starts the speech-to-text endpoint too (compose/voice.yaml), for the
@@ -28,7 +29,7 @@ from urllib.parse import urlsplit
 from emulator.manifest import DEFAULT_MANIFEST, VOICE_MANIFEST
 from local_stack.stack import local_stack
 from local_stack.web import RelayError, relay
-from tools.demo import DEFAULT_PROMPT
+from tools.demo import DEFAULT_PROMPT, DEFAULT_RUNS, runs_per_mode
 
 
 def _stop_on_sigterm(signum: int, frame: object) -> None:
@@ -55,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m local_stack", description=__doc__)
     parser.add_argument("--prompt", default=DEFAULT_PROMPT)
     parser.add_argument("--out", type=Path, default=Path("out/answer.wav"))
+    parser.add_argument(
+        "--runs", type=runs_per_mode, default=DEFAULT_RUNS, help="of each mode, for the comparison"
+    )
     parser.add_argument("--serve", action="store_true", help="keep the stack running until Ctrl-C")
     parser.add_argument(
         "--port",
@@ -72,7 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     _log_to(None if args.verbose else args.log)
     try:
         with local_stack(manifest=VOICE_MANIFEST if args.serve else DEFAULT_MANIFEST) as stack:
-            ask = [sys.executable, "-m", "local_stack.ask", stack.runtime_arn, f"--prompt={args.prompt}"]
+            ask = [
+                sys.executable,
+                "-m",
+                "local_stack.ask",
+                stack.runtime_arn,
+                f"--prompt={args.prompt}",
+                f"--runs={args.runs}",
+            ]
             asked = subprocess.run([*ask, f"--out={args.out}"], env={**os.environ, **stack.env}, check=False)
             if asked.returncode != 0:
                 return asked.returncode

@@ -1,6 +1,7 @@
-"""`python -m local_stack.ask TARGET [--prompt P] [--out WAV]`: one question to the agent at TARGET (a
-URL, or an AgentCore runtime ARN reached with boto3 `invoke_agent_runtime`, as `agent-infra demo` does
-against AWS), the spoken answer written to WAV, then both modes compared (medians of three runs each):
+"""`python -m local_stack.ask TARGET [--prompt P] [--out WAV] [--runs N]`: one question to the agent at
+TARGET (a URL, or an AgentCore runtime ARN reached with boto3 `invoke_agent_runtime`, as `agent-infra
+demo` does against AWS), the spoken answer written to WAV, then both modes compared (medians of N runs
+each, three by default):
 when the first audio came, when the answer was complete, and how long before it speech began.
 
 `python -m local_stack` runs it in a child process whose environment is `LocalStack.env`, so boto3
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from agent.events import read_events
 from facts import PCM_BYTES_PER_S, SAMPLE_RATE
-from tools.demo import DEFAULT_PROMPT, compare, report, turn_chunks
+from tools.demo import DEFAULT_PROMPT, DEFAULT_RUNS, compare, report, runs_per_mode, turn_chunks
 from tts.wire.encoders import wav_file
 
 
@@ -43,11 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("target", help="the agent: http://127.0.0.1:8080, or an AgentCore runtime ARN")
     parser.add_argument("--prompt", default=DEFAULT_PROMPT)
     parser.add_argument("--out", type=Path, default=Path("out/answer.wav"))
+    parser.add_argument("--runs", type=runs_per_mode, default=DEFAULT_RUNS, help="of each mode, compared")
     args = parser.parse_args(argv)
     try:
         text, seconds = speak_to_wav(args.target, args.prompt, args.out)
         print(f"\nQ: {args.prompt}\nA: {text}\nwrote {args.out} ({seconds:.1f} s of speech)\n", flush=True)
-        print(report(compare(args.target, args.prompt)), flush=True)
+        print(report(compare(args.target, args.prompt, args.runs)), flush=True)
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; the parent says what stopped
         return 130
     return 0

@@ -187,12 +187,26 @@ def compare(
     return summary
 
 
+def runs_per_mode(text: str) -> int:
+    """`--runs`, as argparse reads it: a whole number of runs of each mode, at least one (the report
+    takes the median of each mode's runs, and there is none of nothing)."""
+    try:
+        runs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--runs must be a whole number, got {text!r}") from None
+    if runs < 1:
+        raise argparse.ArgumentTypeError(f"--runs must be at least 1, got {runs}")
+    return runs
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--endpoint-url", required=True, help="the agent: http://127.0.0.1:8080, or an AgentCore runtime ARN"
     )
     parser.add_argument("--prompt", default=DEFAULT_PROMPT)
-    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help=f"per mode (default {DEFAULT_RUNS})")
+    parser.add_argument(
+        "--runs", type=runs_per_mode, default=DEFAULT_RUNS, help=f"per mode (default {DEFAULT_RUNS})"
+    )
     parser.add_argument("--voice")
     parser.add_argument("--format", dest="audio_format", choices=AUDIO_FORMATS)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")

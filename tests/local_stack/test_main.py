@@ -12,9 +12,14 @@ from tests.support.paths import REPO
 
 @pytest.mark.parametrize(
     ("argv", "message"),
-    [(["--port", "8080"], "it needs --serve"), (["--serve", "--port", "70000"], "must be 1-65535")],
+    [
+        (["--port", "8080"], "it needs --serve"),
+        (["--serve", "--port", "70000"], "must be 1-65535"),
+        (["--runs", "0"], "--runs must be at least 1, got 0"),
+        (["--runs", "three"], "--runs must be a whole number, got 'three'"),
+    ],
 )
-def test_the_command_line_refuses_a_port_it_cannot_use(argv: list[str], message: str) -> None:
+def test_the_command_line_refuses_a_port_or_a_count_it_cannot_use(argv: list[str], message: str) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "local_stack", *argv], cwd=REPO, capture_output=True, text=True, timeout=120
     )

@@ -93,7 +93,7 @@ def test_local_stack_serve_stops_the_agent_and_the_emulator_on_sigterm(tmp_path:
     """The whole local stack (real Kokoro replica, the agent as the AgentCore runtime's replica): SIGTERM
     while it serves the web page."""
     local = subprocess.Popen(
-        [sys.executable, "-m", "local_stack", "--serve", "--out", str(tmp_path / "a.wav")],
+        [sys.executable, "-m", "local_stack", "--serve", "--runs", "1", "--out", str(tmp_path / "a.wav")],
         cwd=REPO,
         env={**os.environ, "EMULATOR_HOME": str(tmp_path / "home"), "EMULATOR_LLM_BACKEND": "script"},
         stdout=subprocess.PIPE,

@@ -193,9 +193,9 @@ def runs_per_mode(text: str) -> int:
     try:
         runs = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--runs must be a whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"a whole number of runs, not {text!r}") from None
     if runs < 1:
-        raise argparse.ArgumentTypeError(f"--runs must be at least 1, got {runs}")
+        raise argparse.ArgumentTypeError(f"at least 1 run of each mode, not {runs}")
     return runs
 
 

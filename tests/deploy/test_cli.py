@@ -111,7 +111,7 @@ def test_demo_is_the_agents_own_program_with_its_flags_and_exit_code(capfd: pyte
     assert agent_infra(["demo", "--endpoint-url", "http://127.0.0.1:9", "--no-such-flag"]) == 2
     assert "unrecognized arguments: --no-such-flag" in capfd.readouterr().err
     assert agent_infra(["demo", "--endpoint-url", "http://127.0.0.1:9", "--runs", "0"]) == 2
-    assert "--runs must be at least 1, got 0" in capfd.readouterr().err, "a median of no runs"
+    assert "--runs: at least 1 run of each mode, not 0" in capfd.readouterr().err, "a median of no runs"
 
 
 def test_synth_without_the_cdk_extra_is_a_clear_error(

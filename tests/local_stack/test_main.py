@@ -15,8 +15,8 @@ from tests.support.paths import REPO
     [
         (["--port", "8080"], "it needs --serve"),
         (["--serve", "--port", "70000"], "must be 1-65535"),
-        (["--runs", "0"], "--runs must be at least 1, got 0"),
-        (["--runs", "three"], "--runs must be a whole number, got 'three'"),
+        (["--runs", "0"], "--runs: at least 1 run of each mode, not 0"),
+        (["--runs", "three"], "--runs: a whole number of runs, not 'three'"),
     ],
 )
 def test_the_command_line_refuses_a_port_or_a_count_it_cannot_use(argv: list[str], message: str) -> None:

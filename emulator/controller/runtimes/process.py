@@ -4,10 +4,8 @@ Each child gets its own session (process group), so stopping a replica signals e
 started, and on Linux it is also told to die with the emulator (PR_SET_PDEATHSIG) so a killed
 emulator leaves no orphans. Children inherit the emulator's environment (PATH, virtualenv, ...) plus
 the model's `Environment`, and `SM_MODEL_DIR`/`TTS_MODEL_DIR` when the model has data. Each gets its
-own temporary directory (`TMPDIR`), removed once it has exited, as a container's /tmp goes with it: a
-replica killed before its own clean-up ran left its files in the host's /tmp (the Kokoro replica's
-copy of libespeak-ng, 0.6 MB each, which phonemizer deletes only at a clean exit: 89 of them after one
-default test run).
+own temporary directory (`TMPDIR`: `own_tmpdir`, unless the model's `Environment` names one), removed
+once it has exited, as a container's /tmp goes with it.
 """
 
 from __future__ import annotations
@@ -20,13 +18,12 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from emulator.config import ImageSpec
 from emulator.controller.runtimes import ReplicaHandle, RuntimeUnavailable, StartRequest
-from emulator.processes import free_port
+from emulator.processes import free_port, own_tmpdir
 
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if sys.platform == "linux" else None
@@ -128,8 +125,8 @@ class ProcessRuntime:
         spec = self._spec(request.image)
         port = free_port(self.host)
         model_dir = str(request.model_dir) if request.model_dir else ""
-        tmp = Path(tempfile.mkdtemp(prefix=f"replica-{request.replica_id}-"))
-        env = {**os.environ, **request.environment, "TMPDIR": str(tmp)}
+        tmp = own_tmpdir(f"replica-{request.replica_id}")
+        env = {**os.environ, "TMPDIR": str(tmp), **request.environment}
         if request.model_dir is not None:
             env["SM_MODEL_DIR"] = model_dir
             env["TTS_MODEL_DIR"] = model_dir

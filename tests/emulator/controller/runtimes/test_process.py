@@ -1,8 +1,11 @@
-"""The process runtime: an image name matches its repository; a replica's temporary files go with it."""
+"""The process runtime: an image name matches its repository; a replica's temporary files go with it, as
+a child server's do (`emulator.processes.child`: the local stack's agent, the tests' containers)."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -12,6 +15,7 @@ import pytest
 from emulator.config import ImageSpec
 from emulator.controller.runtimes import StartRequest
 from emulator.controller.runtimes.process import ProcessRuntime, image_key_candidates
+from emulator.processes import child
 
 
 @pytest.mark.parametrize(
@@ -61,3 +65,14 @@ def test_a_replicas_temporary_files_go_with_it(tmp_path: Path, grace_s: float) -
     own = written.parent
     assert own.parent == Path(tempfile.gettempdir()) and own.name.startswith("replica-writer-0-")
     assert not own.exists()
+
+
+def test_a_child_servers_temporary_files_go_with_it() -> None:
+    """Ended by SIGTERM, which runs none of its clean-up (as uvicorn's re-raised one does not)."""
+    with child([sys.executable, "-c", WRITES_A_TEMPORARY_FILE], stdout=subprocess.PIPE, text=True) as process:
+        assert process.stdout is not None
+        written = Path(process.stdout.readline().strip())
+        assert (written / "left").exists()
+    assert process.returncode == -15
+    assert not written.exists() and not written.parent.exists(), "the child's temporary files outlived it"
+    assert written.parent.parent == Path(tempfile.gettempdir())

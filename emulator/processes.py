@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -37,14 +36,14 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
-def own_tmpdir(name: str) -> Path:
-    """A new directory for one child's temporary files (its `TMPDIR`), for the caller to remove once the
+def own_tmpdir(name: str) -> tempfile.TemporaryDirectory:
+    """A new directory for one child's temporary files (its `TMPDIR`), removed by its `cleanup()` once the
     child has exited, as a container's /tmp goes with it. A server's own clean-up at exit does not
     always run: uvicorn re-raises the SIGTERM it shut down on, which ends the process before atexit
     handlers and finalizers, and a killed process runs none. phonemizer's copy of libespeak-ng (0.6 MB,
     deleted only by a finalizer) stayed in the host's /tmp that way: 70-89 of them after one default
     test run."""
-    return Path(tempfile.mkdtemp(prefix=f"{name}-"))
+    return tempfile.TemporaryDirectory(prefix=f"{name}-", ignore_cleanup_errors=True)
 
 
 def wait_http_ok(url: str, timeout_s: float, process: subprocess.Popen | None = None) -> None:
@@ -85,20 +84,12 @@ def child(
 ) -> Iterator[subprocess.Popen]:
     """Run `argv` in a new session until the block ends, optionally waiting for `ready_url` first; its
     temporary directory (`own_tmpdir`, unless `env` names one) is removed once it has exited."""
-    tmp = own_tmpdir(Path(argv[0]).name)
-    try:
-        process = subprocess.Popen(
-            argv,
-            env={**os.environ, "TMPDIR": str(tmp), **(env or {})},
-            cwd=cwd,
-            start_new_session=True,
-            **popen,
-        )
+    with own_tmpdir(Path(argv[0]).name) as tmp:
+        env = {**os.environ, "TMPDIR": tmp, **(env or {})}
+        process = subprocess.Popen(argv, env=env, cwd=cwd, start_new_session=True, **popen)
         try:
             if ready_url is not None:
                 wait_http_ok(ready_url, timeout_s, process)
             yield process
         finally:
             stop_group(process)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)

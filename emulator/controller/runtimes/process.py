@@ -15,11 +15,10 @@ import contextlib
 import ctypes
 import ctypes.util
 import os
-import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 
 from emulator.config import ImageSpec
 from emulator.controller.runtimes import ReplicaHandle, RuntimeUnavailable, StartRequest
@@ -57,7 +56,9 @@ def _die_with_parent(parent: int) -> None:
 
 
 class ProcessReplica:
-    def __init__(self, process: asyncio.subprocess.Process, host: str, port: int, tmp: Path) -> None:
+    def __init__(
+        self, process: asyncio.subprocess.Process, host: str, port: int, tmp: tempfile.TemporaryDirectory
+    ) -> None:
         self.process = process
         self.host = host
         self.port = port
@@ -67,7 +68,7 @@ class ProcessReplica:
     async def wait(self) -> int:
         code = await self.process.wait()
         self._kill_group(signal.SIGKILL)
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.tmp.cleanup()
         return code
 
     async def stop(self, grace_s: float) -> None:
@@ -79,7 +80,7 @@ class ProcessReplica:
                     await self.process.wait()
         self._kill_group(signal.SIGKILL)
         await self.process.wait()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.tmp.cleanup()
 
     def _kill_group(self, sig: int) -> None:
         """Signal the replica's whole process group (its session), leftovers included."""
@@ -126,7 +127,7 @@ class ProcessRuntime:
         port = free_port(self.host)
         model_dir = str(request.model_dir) if request.model_dir else ""
         tmp = own_tmpdir(f"replica-{request.replica_id}")
-        env = {**os.environ, "TMPDIR": str(tmp), **request.environment}
+        env = {**os.environ, "TMPDIR": tmp.name, **request.environment}
         if request.model_dir is not None:
             env["SM_MODEL_DIR"] = model_dir
             env["TTS_MODEL_DIR"] = model_dir
@@ -145,6 +146,6 @@ class ProcessRuntime:
                     preexec_fn=lambda: _die_with_parent(parent),
                 )
             except OSError as exc:
-                shutil.rmtree(tmp, ignore_errors=True)
+                tmp.cleanup()
                 raise RuntimeUnavailable(f"cannot run {argv[0]!r} for image {request.image}: {exc}") from exc
         return ProcessReplica(process, self.host, port, tmp)

@@ -9,7 +9,9 @@ arm64 phase had filled the disk. What the later phase never reads goes:
   `whisper-stt`, `echo`, `agent`) and the build stages left untagged beside them; the arm64 images and
   their untagged build stages stay, since the rehearsal builds the arm64 agent again from those cached
   layers (cold, under QEMU, it takes about 25 minutes), and so do the base images;
-- pip's cache of the wheels .venv was installed from (torch's CUDA wheels alone are about 4 GB);
+- the installers' caches: pip's wheels, and uv's unpacked wheels that .venv was linked from
+  (scripts/bootstrap; torch and its CUDA libraries are about 9 GB there, though the files .venv still
+  links to are freed only with it);
 - the default suite's pytest temporary directories (model copies, calibrations, recordings).
 
 It prints what each step freed, and, when less than the GPU phase needs is left, the largest entries of
@@ -68,8 +70,10 @@ def own_platform_images() -> None:
             print(f"reclaim: kept {image.short_id}: {exc.explanation or exc}")
 
 
-def pip_cache() -> None:
+def installer_caches() -> None:
     subprocess.run([sys.executable, "-m", "pip", "cache", "purge"], check=False, capture_output=True)
+    uv = Path(sys.executable).with_name("uv")
+    subprocess.run([uv, "cache", "clean"], check=False, capture_output=True)
 
 
 def pytest_temporaries() -> None:
@@ -99,7 +103,7 @@ def warn_when_short() -> None:
 
 def main() -> None:
     report("the default suite's amd64 images and build stages", own_platform_images)
-    report("pip's cache", pip_cache)
+    report("the installers' caches", installer_caches)
     report("pytest's temporary directories", pytest_temporaries)
     warn_when_short()
 

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -23,7 +24,9 @@ BUILD_CONFIG = "build-config"
 
 
 def pip_settings(python: str = sys.executable) -> dict[str, str]:
-    """pip's effective settings (files and PIP_* variables), as `pip config list` shows them."""
+    """pip's effective settings (files and PIP_* variables), as `pip config list` shows them: one
+    `section.key=repr(value)` line each, a later source over an earlier one (a variable over a file).
+    Needs only the standard library: scripts/bootstrap runs it before anything is installed."""
     try:
         result = subprocess.run(
             [python, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60, check=False
@@ -34,7 +37,7 @@ def pip_settings(python: str = sys.executable) -> dict[str, str]:
     for line in result.stdout.splitlines():
         key, sep, value = line.partition("=")
         if sep:
-            settings[key.rsplit(".", 1)[-1]] = value.strip().strip("'\"")
+            settings[key.rsplit(".", 1)[-1]] = str(ast.literal_eval(value))  # a list keeps its breaks
     return settings
 
 

@@ -4,6 +4,8 @@ which image."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ import pytest
 from emulator.config import ConfigError, ImageSpec, default_images
 from emulator.images import ImageBuildError
 from emulator.images.build import BuildRequest, build_requests
-from emulator.images.build_config import build_config_files, proxy_build_args
+from emulator.images.build_config import build_config_files, pip_settings, proxy_build_args
 from tests.support import docker as docker_support
 from tests.support.dockerfiles import known_images
 
@@ -32,6 +34,23 @@ def test_the_configured_ca_bundle_and_remote_indexes_reach_the_build(tmp_path: P
     assert "index-url = https://proxy.example/pypi/simple" in conf
     assert "extra-index-url = https://mirror.example/simple" in conf, "a file:// index is not in the build"
     assert "trusted-host = proxy.example" in conf
+
+
+def test_pips_settings_are_read_as_pip_reads_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From a real `pip config list`: an index list written over several lines comes back as its URLs,
+    and a PIP_* variable wins over the file (what scripts/bootstrap hands to uv, and the builds to pip)."""
+    conf = tmp_path / "pip.conf"
+    conf.write_text(
+        "[global]\nextra-index-url =\n    https://a.example/simple\n    https://b.example/simple\n"
+        "find-links = /from/the/file\n"
+    )
+    for name in [name for name in os.environ if name.startswith("PIP_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+    monkeypatch.setenv("PIP_FIND_LINKS", "/from/the/variable")
+    settings = pip_settings(sys.executable)
+    assert settings["extra-index-url"].split() == ["https://a.example/simple", "https://b.example/simple"]
+    assert settings["find-links"] == "/from/the/variable"
 
 
 def test_without_configuration_pip_keeps_its_defaults() -> None:

@@ -286,6 +286,8 @@ def test_a_text_the_bundle_did_not_phonemize_is_named_in_the_error():
         PhonemizedTexts({"Hi.": "hˈaɪ."}).phonemize("Hello", "en-us")
 
 
+# slow: the GPU run's dry run on the CPU (20 s), from a bundle the test above checks.
+@pytest.mark.slow
 def test_the_bundle_runs_on_the_cpu_with_only_the_machines_packages(
     bundle: Path, machine_site: Path, tmp_path
 ):

@@ -40,6 +40,9 @@ def test_invoke_agent_runtime_streams_a_spoken_turn(stack):
     assert kinds.count("audio_chunk") > 5 and kinds.index("audio_chunk") < len(kinds) - 1
 
 
+# slow: both modes of the long answer (18 s); the AgentCore hop is
+# test_invoke_agent_runtime_streams_a_spoken_turn and the demo test_agent_stack.py's, in the default run.
+@pytest.mark.slow
 def test_demo_cli_through_the_runtime_arn_reports_the_ratio(stack):
     """Through AgentCore's InvokeAgentRuntime, as deployed: bidi speaks while the answer is still being
     written, batch only once it is complete (the ratio's size is `python -m benchmarks agent`'s)."""

@@ -255,6 +255,10 @@ def test_hands_free_a_question_with_a_thinking_pause_inside_is_answered_once_as_
     assert [m["role"] for m in messages].count("user") == 1, "one question, nothing of a thrown-away turn"
 
 
+# slow: two spoken questions and an answer in real time (31 s); the page's microphone is
+# test_hands_free_a_question_with_a_thinking_pause_inside_is_answered_once_as_a_whole and the interrupt
+# test_speaking_over_the_answer_interrupts_it_and_becomes_the_next_turn, both in the default run.
+@pytest.mark.slow
 @needs_chromium
 def test_the_page_hears_a_question_from_the_microphone_and_a_second_one_interrupts_the_answer(
     voice_stack: LocalStack, tmp_path

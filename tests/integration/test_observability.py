@@ -105,6 +105,8 @@ async def test_first_audio_in_cloudwatch_is_what_the_client_measured(stack):
     }
 
 
+# slow: an alarm's shortest period is 10 s, and it must go to ALARM and back (22 s).
+@pytest.mark.slow
 async def test_sessions_over_capacity_raise_the_alarm_and_it_clears(stack):
     cloudwatch = boto3.client("cloudwatch")
     url = f"{stack.env['AWS_ENDPOINT_URL_SAGEMAKER']}/_emulator/status"

@@ -252,6 +252,9 @@ def test_the_page_hears_stalls_by_the_agent_s_listener_model(web):
         )
 
 
+# slow: it plays 40 s of speech in real time, twice (31 s); Stop and a new question are live in
+# test_a_new_question_silences_the_old_answer_and_clears_its_timeline, in the default run.
+@pytest.mark.slow
 def test_stop_is_live_during_leftover_playback_and_replay_plays_the_answer_again(web):
     """The long answer (40 s of speech) leaves seconds to play once it has all arrived, with synthesis
     anywhere below real time: the test makes its time instead of assuming a fast machine."""
@@ -371,6 +374,9 @@ def test_an_empty_question_shows_a_plain_message_and_no_chart(web, stack):
     assert not errors, errors
 
 
+# slow: two long answers, one per mode (26 s); the comparison itself is test_agent_stack.py's
+# test_demo_cli_compares_both_modes, in the default run.
+@pytest.mark.slow
 @pytest.mark.timeout(420)
 def test_compare_runs_both_modes_and_draws_two_timelines(web):
     """The long answer (2.5 s of writing) gives bidi's first sentence time to be spoken before the answer

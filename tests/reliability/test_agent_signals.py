@@ -88,6 +88,8 @@ def test_agent_serve_stops_on_sigterm(tmp_path: Path) -> None:
     assert port_free(port)
 
 
+# slow: the whole stack started and stopped (20 s); each server's own SIGTERM is a test above.
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_local_stack_serve_stops_the_agent_and_the_emulator_on_sigterm(tmp_path: Path) -> None:
     """The whole local stack (real Kokoro replica, the agent as the AgentCore runtime's replica): SIGTERM

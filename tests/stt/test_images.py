@@ -55,6 +55,9 @@ def test_the_gpu_image_asks_for_cuda_and_finds_cublas_where_its_requirements_put
     assert not re.search(r"^(torch|nvidia-cudnn-cu12|nvidia-cuda-runtime-cu12)==", requirements, re.M)
 
 
+# slow: it builds the image (41 s from nothing with its run); the Dockerfile is checked above, and
+# container_kit/Dockerfile's path through Docker by the Kokoro image in the default run.
+@pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.timeout(900)
 def test_cpu_image_bakes_whisper_in_and_transcribes():

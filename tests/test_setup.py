@@ -116,6 +116,8 @@ print("EXITS " + json.dumps(exits))
 """
 
 
+# slow: seven collections of the whole tree (18 s); a change that breaks collection fails every run.
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_every_pytest_env_selection_collects() -> None:
     """Each tox env's own pytest command, collect-only, in this environment (which has what every env

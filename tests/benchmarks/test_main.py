@@ -22,6 +22,8 @@ def test_an_unknown_study_is_refused_with_the_list() -> None:
     assert "unknown study nope" in result.stderr and "transport" in result.stderr
 
 
+# slow: two studies against real servers (18 s); their parts are tests/benchmarks' other modules.
+@pytest.mark.slow
 @pytest.mark.integration  # real servers: the emulator, the echo and Kokoro containers, official clients
 def test_quick_studies_write_json_and_png(tmp_path: Path) -> None:
     result = subprocess.run(

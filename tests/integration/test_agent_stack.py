@@ -86,6 +86,9 @@ def test_compressed_audio_formats_pass_through(stack):
     assert len(mp3) < events[-1]["audio_s"] * 48_000 / 4
 
 
+# slow: both modes of the long answer (18 s); bidi speaking before the answer is complete is
+# test_bidi_speaks_before_the_answer_is_complete, and the demo command test_article_commands.py's.
+@pytest.mark.slow
 def test_demo_cli_compares_both_modes(stack):
     """bidi speaks while the answer is still being written, batch only once it is complete: behaviour,
     not a speed ratio (`python -m benchmarks agent` measures that). The long answer gives bidi seconds

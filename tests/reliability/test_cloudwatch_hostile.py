@@ -118,6 +118,8 @@ def small_calls_while(reader: threading.Thread, cloudwatch: Any) -> list[tuple[f
     return small
 
 
+# slow: a load case (200 series of 100,000 points written, then read beside another client; 11 s).
+@pytest.mark.slow
 def test_a_heavy_get_metric_data_answers_in_seconds_and_holds_no_other_client(emu: Emulator, cloudwatch):
     """500 p99 queries, each over its own period, of a metric of 100,000 datapoints. 200 of them took
     25 s on the event loop (56 s measured on 2 cores at a load of 15), and every other CloudWatch client

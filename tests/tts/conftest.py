@@ -1,5 +1,6 @@
 import pytest
 
+from tests.support.renders import Renders
 from tts.config import TTSConfig
 from tts.engines.onnx.engine import OnnxEngine
 from tts.scheduling.plan import WindowPlan
@@ -15,3 +16,9 @@ def engine() -> OnnxEngine:
 def plan(engine: OnnxEngine) -> WindowPlan:
     """The window plan the container gives that engine (its lanes resolved)."""
     return WindowPlan.from_config(TTSConfig.from_env(threads=2), engine.lanes)
+
+
+@pytest.fixture(scope="session")
+def renders(engine: OnnxEngine, plan: WindowPlan) -> Renders:
+    """The streaming tests' sentences as that engine says them whole and on that plan, each once."""
+    return Renders(engine, plan)

@@ -18,24 +18,16 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from tests.support.renders import SENTENCE, SENTENCES, VOICE, streamed
 from tools.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
 from tts.config import SAMPLES_PER_FRAME, TTSConfig
 from tts.engines.base import SynthesisCancelled
 from tts.engines.onnx.engine import OnnxEngine
 from tts.scheduling.plan import WindowPlan
-from tts.scheduling.steps import windowed
-
-SENTENCE = "It shipped yesterday from our Denver warehouse and should arrive on Thursday."
-SENTENCES = [
-    "Thanks for waiting, I found your order.",
-    SENTENCE,
-    "If you need it sooner, I can upgrade the shipping at no cost.",
-    "Would you like me to do that now?",
-]
 
 
-def test_windows_decoded_side_by_side_equal_the_same_windows_decoded_one_after_another(engine, plan):
-    _, feats = features(engine)
+def test_windows_decoded_side_by_side_equal_the_same_windows_decoded_one_after_another(engine, plan, renders):
+    feats = renders.features(SENTENCE)
     ranges = [(12, 44), (28, 68)]
     side_by_side = engine.decode_windows(feats, ranges)
     assert max(map(len, plan.steps(feats.frames))) == 2, "the default plan on 2 cores runs two lanes"
@@ -43,8 +35,8 @@ def test_windows_decoded_side_by_side_equal_the_same_windows_decoded_one_after_a
         np.testing.assert_allclose(audio, engine.decode(feats, start, stop), atol=1e-4)
 
 
-def test_windows_side_by_side_are_terminated_together(engine):
-    _, feats = features(engine)
+def test_windows_side_by_side_are_terminated_together(engine, renders):
+    feats = renders.features(SENTENCE)
     options = engine.run_flag()
     threading.Timer(0.2, lambda: setattr(options, "terminate", True)).start()
     started = time.perf_counter()
@@ -63,24 +55,10 @@ def test_lanes_are_configuration():
     assert all(len(step) == 1 for step in WindowPlan.from_config(config, one_lane.lanes).steps(315))
 
 
-def features(engine, text=SENTENCE):
-    (tokens,) = engine.segments(text, "en-us")
-    return tokens, engine.features(tokens, "jm_kumo", 1.0)
-
-
-def streamed(engine, feats, plan) -> tuple[np.ndarray, list[int]]:
-    windows = windowed(engine, feats, plan)
-    seams = [stop * SAMPLES_PER_FRAME for _, stop in plan.windows(feats.frames)[:-1]]
-    pieces = []
-    while not windows.done:
-        pieces.append(windows.next())
-    return np.concatenate(pieces), seams
-
-
-def test_text_side_plus_decoder_equal_the_whole_graph_bit_for_bit(engine):
-    tokens, feats = features(engine)
+def test_text_side_plus_decoder_equal_the_whole_graph_bit_for_bit(engine, renders):
+    tokens, feats = renders.tokens(SENTENCE), renders.features(SENTENCE)
     whole = ort.InferenceSession(str(engine.model_path), providers=["CPUExecutionProvider"])
-    style = engine.voices["jm_kumo"][len(tokens) - 1].reshape(1, 256)
+    style = engine.voices[VOICE][len(tokens) - 1].reshape(1, 256)
     (reference,) = whole.run(
         None,
         {
@@ -89,16 +67,15 @@ def test_text_side_plus_decoder_equal_the_whole_graph_bit_for_bit(engine):
             "speed": np.array([1.0], np.float32),
         },
     )
-    audio = engine.decode(feats, 0, feats.frames)
+    audio = renders.whole(SENTENCE)  # the text side's features through the decoder
     assert len(audio) == feats.frames * SAMPLES_PER_FRAME
     np.testing.assert_array_equal(audio, reference.reshape(-1))
 
 
-def test_the_harmonic_source_keeps_its_phase_across_windows(engine):
+def test_the_harmonic_source_keeps_its_phase_across_windows(engine, renders):
     """A window decoded from the middle of the segment, with wide context, follows the whole-segment
     waveform only when the phase accumulated before it is carried in."""
-    _, feats = features(engine)
-    whole = engine.decode(feats, 0, feats.frames)
+    feats, whole = renders.features(SENTENCE), renders.whole(SENTENCE)
     start = feats.frames // 2 - 40
     carried = engine.decode(feats, start, feats.frames)
     restarted = engine.decode(
@@ -118,18 +95,21 @@ def test_the_harmonic_source_keeps_its_phase_across_windows(engine):
     )
 
 
-def test_streamed_audio_is_close_to_whole_segment_audio_and_has_no_clicks(engine, plan):
+def test_streamed_audio_is_close_to_whole_segment_audio_and_has_no_clicks(engine, plan, renders):
     clicks_without_context = []
     for text in SENTENCES:  # every sentence: a seam may click in any of them
-        _, feats = features(engine, text)
-        whole = engine.decode(feats, 0, feats.frames)
-        audio, seams = streamed(engine, feats, plan)
+        feats, whole = renders.features(text), renders.whole(text)
+        audio, seams = renders.streamed(text)
         assert len(audio) == len(whole), "windows must add up to exactly the segment's samples"
         assert seams, "the default plan must stream every sentence in several windows"
-        # the decoder's own sensitivity to its input length, for the failure message
-        floor = mel_distance(whole, engine.decode(feats, 0, feats.frames - 2))
         distance = mel_distance(whole, audio)
-        assert distance < 0.35, (text, distance, floor)
+        # the message's last figure (decoded only when it fails): the decoder's own sensitivity to its
+        # input length
+        assert distance < 0.35, (
+            text,
+            distance,
+            mel_distance(whole, engine.decode(feats, 0, feats.frames - 2)),
+        )
         # a seam clicks when it jumps more than anything in the 100 ms around it (ratio above 1)
         assert seam_click_ratio(audio, seams) < 1.0, (
             text,
@@ -149,15 +129,12 @@ def test_streamed_audio_is_close_to_whole_segment_audio_and_has_no_clicks(engine
 
 
 @pytest.mark.asr
-def test_streaming_keeps_the_word_error_rate(engine, plan):
+def test_streaming_keeps_the_word_error_rate(renders):
     from tools.asr import transcribe, word_error_rate
     from tts.wire.audio import float_to_pcm16
 
-    heard_whole, heard_streamed = [], []
-    for text in SENTENCES:
-        _, feats = features(engine, text)
-        heard_whole.append(transcribe(float_to_pcm16(engine.decode(feats, 0, feats.frames))))
-        heard_streamed.append(transcribe(float_to_pcm16(streamed(engine, feats, plan)[0])))
+    heard_whole = [renders.heard_whole(text) for text in SENTENCES]
+    heard_streamed = [transcribe(float_to_pcm16(renders.streamed(text)[0])) for text in SENTENCES]
     reference = " ".join(SENTENCES)
     wer_whole = word_error_rate(reference, " ".join(heard_whole))
     wer_streamed = word_error_rate(reference, " ".join(heard_streamed))

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.tts.engines.test_decode import SENTENCE, SENTENCES, features
+from tests.support.renders import SENTENCE, SENTENCES
 from tools.fidelity import mel_distance, seam_click_ratio
 from tts.config import SAMPLES_PER_FRAME
 from tts.engines.decode import FRAME_S
@@ -209,24 +209,20 @@ def timed_decode(engine, plan, feats) -> WindowedDecode:
     )
 
 
-def graph_seam_margin(engine, plan, feats, whole) -> float:
+def graph_seam_margin(renders, text: str) -> float:
     """How much louder the engine's graph makes the fixed plan's seams than whole-segment audio is at
     the same places: the click ratio its windowing adds, measured on the graph in use."""
-    decoder = engine.window_decoder(feats, plan.context_frames)
-    steps = plan.steps(feats.frames)
-    audio = np.concatenate([decoder.decode(step) for step in steps])
-    seams = [stop * SAMPLES_PER_FRAME for _, stop in plan.windows(feats.frames)[:-1]]
-    return seam_click_ratio(audio, seams) - seam_click_ratio(whole, seams)
+    audio, seams = renders.streamed(text)
+    return seam_click_ratio(audio, seams) - seam_click_ratio(renders.whole(text), seams)
 
 
-def test_budgeted_streaming_stays_close_to_whole_segment_audio(engine, plan):
+def test_budgeted_streaming_stays_close_to_whole_segment_audio(engine, plan, renders):
     """The steps a tight or loose budget picks (the floor of MIN_STEP_FRAMES, or the largest), after the
     ramp's first window, stream audio close to whole-segment audio, without clicks beyond what the
     graph in use (`matmul` on VNNI, `conv` on AVX2: their audio differs) shows at the fixed plan's
     seams."""
     for text, budget in ((SENTENCE, 0.33), (SENTENCES[2], 0.5), (SENTENCE, 30.0)):  # 0.33 s: the floor
-        _, feats = features(engine, text)
-        whole = engine.decode(feats, 0, feats.frames)
+        feats, whole = renders.features(text), renders.whole(text)
         windows = timed_decode(engine, plan, feats)
         pieces = [windows.next(None, sharing=1)]
         while not windows.done:
@@ -244,12 +240,12 @@ def test_budgeted_streaming_stays_close_to_whole_segment_audio(engine, plan):
         # what this graph's windows add at the fixed plan's seams (0.1 at least: on VNNI's `matmul`
         # they add nothing; a limit set there failed on AVX2's `conv`, 1.278 against 1.137).
         clicks, in_speech = seam_click_ratio(audio, seams), seam_click_ratio(whole, seams)
-        margin = max(0.1, graph_seam_margin(engine, plan, feats, whole))
+        margin = max(0.1, graph_seam_margin(renders, text))
         assert clicks < max(1.0, in_speech + margin), (text, budget, clicks, in_speech, margin)
 
 
 @pytest.mark.asr
-def test_the_shortest_budgeted_steps_keep_the_word_error_rate(engine, plan):
+def test_the_shortest_budgeted_steps_keep_the_word_error_rate(engine, plan, renders):
     """A listener always about to run out gets every step at the floor (MIN_STEP_FRAMES): the words must
     still be heard as in whole-segment audio."""
     from tools.asr import transcribe, word_error_rate
@@ -257,12 +253,11 @@ def test_the_shortest_budgeted_steps_keep_the_word_error_rate(engine, plan):
 
     heard_whole, heard_budgeted = [], []
     for text in SENTENCES:
-        _, feats = features(engine, text)
-        windows = timed_decode(engine, plan, feats)
+        windows = timed_decode(engine, plan, renders.features(text))
         pieces = [windows.next()]
         while not windows.done:
             pieces.append(windows.next(0.33))  # the floor fits, nothing longer does (0.32 s predicted)
-        heard_whole.append(transcribe(float_to_pcm16(engine.decode(feats, 0, feats.frames))))
+        heard_whole.append(renders.heard_whole(text))
         heard_budgeted.append(transcribe(float_to_pcm16(np.concatenate(pieces))))
     reference = " ".join(SENTENCES)
     wer_whole = word_error_rate(reference, " ".join(heard_whole))

@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 import torch
 
+from tests.support.renders import SENTENCES as ALL_SENTENCES
+from tests.support.renders import VOICE, Renders, streamed
 from tools.asr import transcribe, word_error_rate
 from tools.fidelity import mel_distance, seam_click_ratio, seam_mel_distance
 from tts.config import SAMPLES_PER_FRAME, TTSConfig
@@ -36,19 +38,20 @@ from tts.engines.torch.kmodel import (
 )
 from tts.engines.weights import AssetError, pypi_model
 from tts.scheduling.plan import WindowPlan
-from tts.scheduling.steps import windowed
 from tts.wire.audio import float_to_pcm16
 
-SENTENCES = [
-    "Thanks for waiting, I found your order.",
-    "It shipped yesterday from our Denver warehouse and should arrive on Thursday.",
-]
-VOICE = "jm_kumo"
+SENTENCES = ALL_SENTENCES[:2]
 
 
 @pytest.fixture(scope="module")
 def torch_engine(torch_model_dir) -> TorchEngine:
     return TorchEngine(TTSConfig(engine="torch", threads=2), torch_model_dir)
+
+
+@pytest.fixture(scope="module")
+def torch_renders(torch_engine) -> Renders:
+    """One torch rendering of each sentence (whole and on the container's plan), shared by the tests."""
+    return Renders(torch_engine, _plan(torch_engine))
 
 
 def test_the_export_is_byte_identical_when_run_twice(torch_model_dir, tmp_path):
@@ -104,23 +107,21 @@ def test_the_export_loads_in_plain_kmodel_and_speaks_intelligibly(torch_model_di
     assert word_error_rate(text, heard) <= 0.1, heard
 
 
-def test_torch_and_onnx_engines_agree(torch_engine, engine, record_property):
+def test_torch_and_onnx_engines_agree(torch_renders, renders, record_property):
     """Durations: the duration predictor is the same (int8-derived) weights, but the ONNX graph also
     quantizes its activations (uint8, per call) before every MatMul and LSTM, so a token's summed
     sigmoid can round to the neighbouring frame: a few frames per sentence, measured 0-1, allowed
     max(2, 3 %). WER: the torch engine's may exceed the ONNX engine's by at most 0.05."""
     reference, heard, distances, loudness = " ".join(SENTENCES), {"onnx": [], "torch": []}, [], []
     for text in SENTENCES:
-        (tokens,) = engine.segments(text, "en-us")
-        assert torch_engine.segments(text, "en-us") == [tokens]
-        onnx_audio = engine.synthesize(tokens, VOICE, 1.0)
-        torch_audio = torch_engine.synthesize(tokens, VOICE, 1.0)
+        assert torch_renders.tokens(text) == renders.tokens(text)
+        onnx_audio, torch_audio = renders.whole(text), torch_renders.whole(text)
         frames = len(onnx_audio) / SAMPLES_PER_FRAME, len(torch_audio) / SAMPLES_PER_FRAME
         assert abs(frames[0] - frames[1]) <= max(2, 0.03 * frames[0]), frames
         distances.append(mel_distance(onnx_audio, torch_audio))
         loudness.append(float(np.sqrt((torch_audio**2).mean() / (onnx_audio**2).mean())))
-        heard["onnx"].append(transcribe(float_to_pcm16(onnx_audio)))
-        heard["torch"].append(transcribe(float_to_pcm16(torch_audio)))
+        heard["onnx"].append(renders.heard_whole(text))
+        heard["torch"].append(torch_renders.heard_whole(text))
     wer = {name: word_error_rate(reference, " ".join(parts)) for name, parts in heard.items()}
     record_property("log_mel_distance", distances)
     record_property("wer", wer)
@@ -201,40 +202,26 @@ def _plan(torch_engine) -> WindowPlan:
     return WindowPlan.from_config(TTSConfig(), torch_engine.lanes)
 
 
-def _streamed(torch_engine, feats, plan: WindowPlan | None = None) -> tuple[np.ndarray, list[int]]:
-    plan = plan or _plan(torch_engine)
-    windows = windowed(torch_engine, feats, plan)
-    seams = [stop * SAMPLES_PER_FRAME for _, stop in plan.windows(feats.frames)[:-1]]
-    pieces = []
-    while not windows.done:
-        pieces.append(windows.next())
-    return np.concatenate(pieces), seams
-
-
-def test_the_torch_engine_streams_window_by_window_without_clicks(torch_engine):
-    (tokens,) = torch_engine.segments(SENTENCES[1], "en-us")
-    feats = torch_engine.features(tokens, VOICE, 1.0)
-    whole = torch_engine.decode(feats)
-    audio, seams = _streamed(torch_engine, feats)
+def test_the_torch_engine_streams_window_by_window_without_clicks(torch_engine, torch_renders):
+    feats, whole = torch_renders.features(SENTENCES[1]), torch_renders.whole(SENTENCES[1])
+    audio, seams = torch_renders.streamed(SENTENCES[1])
     assert len(audio) == len(whole) == feats.frames * SAMPLES_PER_FRAME
     assert len(seams) >= 2, "the default plan must stream this sentence in several windows"
     # measured: 0.17-0.26 (two whole renders differ by 0.02-0.03: the generator's noise)
     assert mel_distance(whole, audio) < 0.35
     # a seam clicks when it jumps more than anything in the 100 ms around it (ratio above 1)
     assert seam_click_ratio(audio, seams) < 1.0, seam_click_ratio(audio, seams)
-    no_context, _ = _streamed(torch_engine, feats, dataclasses.replace(_plan(torch_engine), context_frames=0))
+    no_context, _ = streamed(torch_engine, feats, dataclasses.replace(torch_renders.plan, context_frames=0))
     assert seam_mel_distance(whole, no_context, seams) > seam_mel_distance(whole, audio, seams), (
         "context must bring the audio at the seams closer to whole-segment audio"
     )
 
 
-def test_the_torch_harmonic_source_keeps_its_phase_across_windows(torch_engine):
+def test_the_torch_harmonic_source_keeps_its_phase_across_windows(torch_engine, torch_renders):
     """As for the ONNX engine (tests/tts/engines/test_decode.py): a window from the middle of the
     segment, with wide context, follows the whole-segment waveform only when the phase before it is
     carried in."""
-    (tokens,) = torch_engine.segments(SENTENCES[1], "en-us")
-    feats = torch_engine.features(tokens, VOICE, 1.0)
-    whole = torch_engine.decode(feats)
+    feats, whole = torch_renders.features(SENTENCES[1]), torch_renders.whole(SENTENCES[1])
     start = feats.frames // 2 - 40
     carried = torch_engine.decode(feats, start)
     restarted = torch_engine.decode(
@@ -253,13 +240,9 @@ def test_the_torch_harmonic_source_keeps_its_phase_across_windows(torch_engine):
 
 
 @pytest.mark.asr
-def test_torch_streaming_keeps_the_word_error_rate(torch_engine):
-    heard_whole, heard_streamed = [], []
-    for text in SENTENCES:
-        (tokens,) = torch_engine.segments(text, "en-us")
-        feats = torch_engine.features(tokens, VOICE, 1.0)
-        heard_whole.append(transcribe(float_to_pcm16(torch_engine.decode(feats))))
-        heard_streamed.append(transcribe(float_to_pcm16(_streamed(torch_engine, feats)[0])))
+def test_torch_streaming_keeps_the_word_error_rate(torch_renders):
+    heard_whole = [torch_renders.heard_whole(text) for text in SENTENCES]
+    heard_streamed = [transcribe(float_to_pcm16(torch_renders.streamed(text)[0])) for text in SENTENCES]
     reference = " ".join(SENTENCES)
     wer_whole = word_error_rate(reference, " ".join(heard_whole))
     wer_streamed = word_error_rate(reference, " ".join(heard_streamed))

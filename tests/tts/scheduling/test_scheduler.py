@@ -1,5 +1,6 @@
 import asyncio
 import dataclasses
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -132,75 +133,83 @@ async def answer(scheduler: Scheduler, name: str, frames: int, sentences: int):
 # Speeds as the audio seconds a full step computes per second: 0.4x and 0.7x (slower than real time:
 # the torch engine on a CPU, RTF 1.4-2.5), 1.5x (the int8 `conv` graph on 2 AVX2 cores, RTF 0.67), 3x and
 # 8x (2 VNNI cores with lanes, RTF 0.22-0.33); with a text side of 0.05-0.5 s a sentence. Time is scaled
-# down with the answers: sentences of 0.5-1.2 s of audio, so each case takes seconds. Two of them run
-# in CI's `slow` phase only: the default run keeps the slowest and the fastest engine, the AVX2 one and
-# a long text side (the six took 94 s of it).
-SPEEDS = [
-    (0.4, 0.05),
-    pytest.param(0.7, 0.5, marks=pytest.mark.slow),
-    (1.5, 0.2),
-    (3.0, 0.5),
-    pytest.param(3.0, 0.05, marks=pytest.mark.slow),
-    (8.0, 0.05),
-]
+# down with the answers: sentences of 0.5-1.2 s of audio, so each case takes seconds.
+SPEEDS = [(0.4, 0.05), (0.7, 0.5), (1.5, 0.2), (3.0, 0.5), (3.0, 0.05), (8.0, 0.05)]
+
+
+async def at_every_speed(case: Callable[[float, float], Awaitable[None]]) -> None:
+    """`case(realtime, text_side_s)` at every speed at once, each on its own scheduler and engine: the
+    modelled engines sleep their steps' time on their own worker threads, so the cases do not slow each
+    other down: one after another, the three tests below took 94 s of a 2-core run at these six speeds,
+    side by side 15 s (the slowest speed's time each). The failures name their speeds."""
+    results = await asyncio.gather(*(case(*speed) for speed in SPEEDS), return_exceptions=True)
+    failed = [(speed, r) for speed, r in zip(SPEEDS, results, strict=True) if isinstance(r, BaseException)]
+    if failed:
+        raise AssertionError(f"failed at (realtime, text side) {[speed for speed, _ in failed]}: {failed}")
 
 
 def sentence_frames(realtime: float) -> int:
     return 48 if realtime >= 1 else 20
 
 
-@pytest.mark.parametrize(("realtime", "text_side_s"), SPEEDS)
-async def test_one_session_never_stalls_at_any_speed(model, realtime, text_side_s):
+async def test_one_session_never_stalls_at_any_speed(model):
     """Alone, a listener never waits, on an engine slower than real time too: the first window is the
     ramp's, and, where the engine cannot keep up at all, the audio is held back until the rest can
     follow (a later first audio, never a gap)."""
-    scheduler, _ = model(realtime, text_side_s, lanes=2)
-    heard, places = await asyncio.wait_for(answer(scheduler, "a", sentence_frames(realtime), 2), 60)
-    assert places == []
-    assert stalls(heard) < 0.05, (realtime, text_side_s, stalls(heard))
+
+    async def case(realtime: float, text_side_s: float) -> None:
+        scheduler, _ = model(realtime, text_side_s, lanes=2)
+        heard, places = await asyncio.wait_for(answer(scheduler, "a", sentence_frames(realtime), 2), 60)
+        assert places == []
+        assert stalls(heard) < 0.05, stalls(heard)
+
+    await at_every_speed(case)
 
 
-@pytest.mark.parametrize(("realtime", "text_side_s"), SPEEDS)
-async def test_up_to_the_claimed_capacity_nobody_stalls(model, realtime, text_side_s):
-    scheduler, _ = model(realtime, text_side_s, lanes=2)
-    capacity = scheduler.capacity
-    assert capacity is not None and capacity >= 1
-    frames = sentence_frames(realtime)
-    sessions = [answer(scheduler, f"s{n}", frames, 2) for n in range(capacity)]
-    results = await asyncio.wait_for(asyncio.gather(*sessions), 60)
-    waited = [round(stalls(heard), 3) for heard, _ in results]
-    assert all(w < 0.1 for w in waited), (realtime, text_side_s, capacity, waited)
-    assert all(places == [] for _, places in results), "within the capacity nobody waits for a slot"
+async def test_up_to_the_claimed_capacity_nobody_stalls(model):
+    async def case(realtime: float, text_side_s: float) -> None:
+        scheduler, _ = model(realtime, text_side_s, lanes=2)
+        capacity = scheduler.capacity
+        assert capacity is not None and capacity >= 1
+        frames = sentence_frames(realtime)
+        sessions = [answer(scheduler, f"s{n}", frames, 2) for n in range(capacity)]
+        results = await asyncio.wait_for(asyncio.gather(*sessions), 60)
+        waited = [round(stalls(heard), 3) for heard, _ in results]
+        assert all(w < 0.1 for w in waited), (capacity, waited)
+        assert all(places == [] for _, places in results), "within the capacity nobody waits for a slot"
+
+    await at_every_speed(case)
 
 
-@pytest.mark.parametrize(("realtime", "text_side_s"), SPEEDS)
-async def test_past_the_capacity_the_playing_never_stall_and_the_others_wait_told_so(
-    model, realtime, text_side_s
-):
+async def test_past_the_capacity_the_playing_never_stall_and_the_others_wait_told_so(model):
     """capacity + 2 sessions: the first `capacity` (arrived first) play without a gap; the two after
     them are told their place in line, start in order once slots free, and never wait once playing.
     (On main's fixed SATURATED_WAIT_S at 0.4-1.5x: the playing one stalled 0.1-1.5 s, the others
     0.8-4.1 s.)"""
-    scheduler, _ = model(realtime, text_side_s, lanes=2)
-    capacity = scheduler.capacity
-    assert capacity is not None
-    frames = sentence_frames(realtime)
-    loop = asyncio.get_running_loop()
-    tasks = []
-    for n in range(capacity + 2):
-        tasks.append(asyncio.create_task(answer(scheduler, f"s{n}", frames, 2)))
-        await asyncio.sleep(0.01)
-    assert scheduler.load["waiting"] == 2
-    results = await asyncio.wait_for(asyncio.gather(*tasks), 120)
-    playing, waiting = results[:capacity], results[capacity:]
-    waited = [round(stalls(heard), 3) for heard, _ in results]
-    assert all(w < 0.1 for w in waited), (realtime, text_side_s, capacity, waited)
-    assert all(places == [] for _, places in playing)
-    assert [places for _, places in waiting] == [[1], [2, 1]], [places for _, places in waiting]
-    first_done = min(heard[-1][0] + heard[-1][1] for heard, _ in playing)
-    firsts = [heard[0][0] for heard, _ in waiting]
-    assert first_done - 0.05 <= firsts[0] <= firsts[1], ("a slot frees, then the first in line", firsts)
-    assert loop.time() > firsts[1]
+
+    async def case(realtime: float, text_side_s: float) -> None:
+        scheduler, _ = model(realtime, text_side_s, lanes=2)
+        capacity = scheduler.capacity
+        assert capacity is not None
+        frames = sentence_frames(realtime)
+        loop = asyncio.get_running_loop()
+        tasks = []
+        for n in range(capacity + 2):
+            tasks.append(asyncio.create_task(answer(scheduler, f"s{n}", frames, 2)))
+            await asyncio.sleep(0.01)
+        assert scheduler.load["waiting"] == 2
+        results = await asyncio.wait_for(asyncio.gather(*tasks), 120)
+        playing, waiting = results[:capacity], results[capacity:]
+        waited = [round(stalls(heard), 3) for heard, _ in results]
+        assert all(w < 0.1 for w in waited), (capacity, waited)
+        assert all(places == [] for _, places in playing)
+        assert [places for _, places in waiting] == [[1], [2, 1]], [places for _, places in waiting]
+        first_done = min(heard[-1][0] + heard[-1][1] for heard, _ in playing)
+        firsts = [heard[0][0] for heard, _ in waiting]
+        assert first_done - 0.05 <= firsts[0] <= firsts[1], ("a slot frees, then the first in line", firsts)
+        assert loop.time() > firsts[1]
+
+    await at_every_speed(case)
 
 
 async def test_a_job_is_started_when_a_worker_takes_it_up_not_when_it_is_submitted(model):

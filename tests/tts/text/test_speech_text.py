@@ -23,6 +23,7 @@ CASES = [
     ("Use 1-2 cups and sleep 7–9 hours.", "Use 1 to 2 cups and sleep 7 to 9 hours."),
     ("Call 555-1234 on 2026-12-01.", "Call 555-1234 on 2026-12-01."),
     ("Run `pip install kokoro` first.", "Run pip install kokoro first."),
+    ("Don`t forget `it` and it`s done.", "Don't forget it and it's done."),
     ("```python\nprint('hi')\n```\nThat prints hi.", "That prints hi."),
     ("Before.\n~~~\ncode\n~~~\nAfter.", "Before.\nAfter."),
     ("Keep snake_case_names readable.", "Keep snake case names readable."),

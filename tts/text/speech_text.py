@@ -153,14 +153,14 @@ RULES: tuple[Rule, ...] = (
     _rule("image", r"!\[([^\[\]\n]*)\]\([^()\[\n]*\)", r"\1"),
     _rule("link", r"\[([^\[\]\n]+)\]\((?:[^()\s\[]|\([^()\s\[]*\))++(?:[ \t]+\"[^\"\n]*\")?\)", r"\1"),
     _rule("url", r"\b(?:https?://|www\.)[^\s<>()\"']*[^\s<>()\"'.,;:!?]", _url, english=True),
+    # an apostrophe typed as a backtick ("Don`t", SmolLM2's at times): a code span's mark is not inside a
+    # word, and "stray markup" would leave "Don t"
+    _rule("backtick apostrophe", r"(?<=[^\W\d_])`(?=[^\W\d_])", "'"),
     # inline marks
     # Each opening mark is a whole run of marks and the text inside holds no mark, taken possessively:
     # a mark without its closing one then costs a scan to the next mark, not to the line's end (20,000
     # backticks took 13.7 s, " *a" repeated 3.1 s). A nested or longer-running span loses its marks to
     # "stray markup" instead, which says the same words.
-    # an apostrophe typed as a backtick ("Don`t", SmolLM2's at times): a code span's mark is not inside a
-    # word, and "stray markup" would leave "Don t"
-    _rule("backtick apostrophe", r"(?<=[^\W\d_])`(?=[^\W\d_])", "'"),
     _rule("code span", r"(?<!`)(`++)[ \t]*+([^`\n]*+)(?<=[^`\s])\1(?!`)", r"\2"),
     _rule("strong or emphasis", r"(?<!\*)(\*{1,3}+)(?![\s*])([^*\n]++)(?<=\S)\1(?!\*)", r"\2"),
     _rule("underscore emphasis", r"(?<![\w_])(_{1,3}+)(?![\s_])([^_\n]++)(?<=\S)\1(?![\w_])", r"\2"),

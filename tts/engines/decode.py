@@ -70,20 +70,24 @@ class WindowDecoder:
         crossfade = min(CROSSFADE_SAMPLES, context_frames * samples_per_frame)
         self._fade_in = np.linspace(0.0, 1.0, crossfade + 2, dtype=np.float32)[1:-1]
 
-    def padded(self, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """The frames each window of `ranges` is decoded from: its own and its context."""
+    def padded(self, ranges: list[tuple[int, int]], history: int | None = None) -> list[tuple[int, int]]:
+        """The frames each window of `ranges` is decoded from: its own, its context, and before it
+        `history` frames (within the segment) where that is more than the context (`WindowPlan.history`)."""
         context = self.context_frames
-        return [(max(0, start - context), min(self.frames, stop + context)) for start, stop in ranges]
+        before = context if history is None else max(context, history)
+        return [(max(0, start - before), min(self.frames, stop + context)) for start, stop in ranges]
 
-    def decode(self, ranges: list[tuple[int, int]]) -> np.ndarray:
+    def decode(self, ranges: list[tuple[int, int]], history: int | None = None) -> np.ndarray:
         """Decode consecutive windows (decoded side by side where the engine has lanes) and return the
         audio they complete, each crossfaded with the one before it."""
-        return self.complete(ranges, self._decode(self.padded(ranges)))
+        return self.complete(ranges, self._decode(self.padded(ranges, history)), history)
 
-    def complete(self, ranges: list[tuple[int, int]], decoded: list[np.ndarray]) -> np.ndarray:
+    def complete(
+        self, ranges: list[tuple[int, int]], decoded: list[np.ndarray], history: int | None = None
+    ) -> np.ndarray:
         """The audio consecutive windows complete, given each one's audio decoded from its `padded`
         frames, each crossfaded with the one before it."""
-        padded = self.padded(ranges)
+        padded = self.padded(ranges, history)
         self.position = ranges[-1][1]
         self.windows += ranges
         pieces = [

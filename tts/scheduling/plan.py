@@ -23,7 +23,8 @@ audio (the scheduler knows: `picking.py`), `WindowPlan.step` sizes the next step
 machine decodes instead (`speed.py`: measured at load, then updated from every step it times): the
 longest step, up to `max_frames`, whose predicted time fits BUDGET_SHARE of the budget, never shorter
 than MIN_STEP_FRAMES. So a listener with 0.3 s of audio buffered gets a short step soon, and one with
-seconds buffered gets long steps (fewer context frames decoded twice, more sessions served).
+seconds buffered gets long steps (fewer context frames decoded twice, more sessions served); and a
+step alone on the engine with time to spare also hears the segment before it (`history`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ BUDGET_SHARE = 0.75
 # (tests/tts/scheduling/test_plan.py, the shortest budgeted steps: 40 words, no error more with the
 # `matmul` graph, one with AVX2's `conv` graph); the fixed plan keeps its longer windows.
 MIN_STEP_FRAMES = 24
+# A step's history (`WindowPlan.history`) is tried from the most down in steps of this many frames.
+HISTORY_STEP_FRAMES = 8
 
 
 @dataclass(frozen=True)
@@ -69,9 +72,10 @@ class WindowPlan:
     context_frames: int
     growth: int = 4
     lanes: int = 1
+    history_frames: int = 0
 
     def __post_init__(self) -> None:
-        if self.first_frames < 0 or self.context_frames < 0:
+        if self.first_frames < 0 or self.context_frames < 0 or self.history_frames < 0:
             raise ValueError("window sizes must not be negative")
         if self.first_frames and self.max_frames < self.first_frames:
             raise ValueError("the largest window must be at least the first window")
@@ -88,6 +92,7 @@ class WindowPlan:
             config.window_context_frames,
             config.window_growth,
             lanes,
+            config.window_history_frames,
         )
 
     def steps(self, frames: int) -> list[list[tuple[int, int]]]:
@@ -156,6 +161,32 @@ class WindowPlan:
         if frames - stop < floor:
             stop = frames
         return self._split(start, stop, index, frames)
+
+    def history(
+        self,
+        step: list[tuple[int, int]],
+        frames: int,
+        budget_s: float | None,
+        speed: DecodeSpeed | None,
+        sharing: int = 1,
+    ) -> int:
+        """Frames before each of `step`'s windows its decoder is given (its left context): more than
+        `context_frames`, up to `history_frames` back to the segment's start, when the step is budgeted,
+        the engine is this session's alone (`sharing` <= 1: no other session waits for the longer step)
+        and the step still fits BUDGET_SHARE of `budget_s`; otherwise `context_frames`. The decoder
+        normalises each window over the frames it is given (instance norms in its AdaIN blocks), so a
+        window that hears the segment so far sounds more like the whole segment (DistillMOS through the
+        container: tts/README.md "Streaming inside a segment"). Only where time is spare, so neither first
+        audio (the steps before the listener starts have no budget) nor another session's turn waits."""
+        context = self.context_frames
+        most = min(self.history_frames, step[0][0])
+        if most <= context or budget_s is None or speed is None or sharing > 1:
+            return context
+        share = BUDGET_SHARE * budget_s
+        for history in range(most, context, -HISTORY_STEP_FRAMES):
+            if speed.seconds(self._padded_lengths(step, frames, history)) <= share:
+                return history
+        return context
 
     def first_window(
         self, frames: int, speed: DecodeSpeed, sharing: int = 1, later: Sequence[Work] = ()
@@ -234,10 +265,12 @@ class WindowPlan:
 
     def _decoded(self, start: int, span: int, frames: int, index: int = 1) -> list[int]:
         """Frames each window of the step [start, start + span) decodes, its context included."""
-        return [
-            min(frames, stop + self.context_frames) - max(0, begin - self.context_frames)
-            for begin, stop in self._split(start, min(frames, start + span), index, frames)
-        ]
+        step = self._split(start, min(frames, start + span), index, frames)
+        return self._padded_lengths(step, frames, self.context_frames)
+
+    def _padded_lengths(self, step: list[tuple[int, int]], frames: int, history: int) -> list[int]:
+        """Frames each window of `step` decodes with `history` frames before it (`history`)."""
+        return [min(frames, stop + self.context_frames) - max(0, begin - history) for begin, stop in step]
 
     def windows(self, frames: int) -> list[tuple[int, int]]:
         """Every window of `steps`, in order."""

@@ -33,6 +33,8 @@ class WindowedDecode:
         self._features = features
         self._run_flag = run_flag
         self._steps_taken = 0
+        self._history: int | None = None
+        """The history of the step last planned (`WindowPlan.history`), which `batch` and `complete` use."""
 
     @property
     def done(self) -> bool:
@@ -66,9 +68,9 @@ class WindowedDecode:
         step = self.plan(budget_s, sharing, later, lead_s)
         decoder = self._decoder
         started = time.perf_counter()
-        audio = decoder.decode(step)
+        audio = decoder.decode(step, self._history)
         if self._speed is not None:
-            decoded = [stop - start for start, stop in decoder.padded(step)]
+            decoded = [stop - start for start, stop in decoder.padded(step, self._history)]
             self._speed.observe(decoded, time.perf_counter() - started)
         self._steps_taken += 1
         return audio
@@ -84,23 +86,27 @@ class WindowedDecode:
         later: Sequence[Work] = (),
         lead_s: float | None = None,
     ) -> list[tuple[int, int]]:
-        """The next step's frame ranges (what `next` decodes)."""
+        """The next step's frame ranges (what `next` decodes); the history its windows are decoded with
+        is the plan's for them (`WindowPlan.history`), kept for `batch` and `complete`."""
         decoder = self._decoder
-        return self._plan.step(
+        step = self._plan.step(
             decoder.position, self._steps_taken, decoder.frames, budget_s, self._speed, sharing, later, lead_s
         )
+        self._history = self._plan.history(step, decoder.frames, budget_s, self._speed, sharing)
+        return step
 
     def batch(self, step: list[tuple[int, int]]) -> list[Window]:
         """The step's windows (its frames and their context), for the engine's `decode_batch`."""
         if self._features is None:
             raise ValueError("a step decoded in a batch needs its segment's features (`windowed`)")
         return [
-            Window(self._features, start, stop, self._run_flag) for start, stop in self._decoder.padded(step)
+            Window(self._features, start, stop, self._run_flag)
+            for start, stop in self._decoder.padded(step, self._history)
         ]
 
     def complete(self, step: list[tuple[int, int]], decoded: list[np.ndarray]) -> np.ndarray:
         """The audio the step completes, given its windows' audio (`batch`, decoded elsewhere)."""
-        audio = self._decoder.complete(step, decoded)
+        audio = self._decoder.complete(step, decoded, self._history)
         self._steps_taken += 1
         return audio
 

@@ -128,6 +128,22 @@ def test_streamed_audio_is_close_to_whole_segment_audio_and_has_no_clicks(engine
     )
 
 
+def test_a_window_that_hears_the_segment_before_it_sounds_more_like_the_whole_segment(engine, renders):
+    """A window given the segment's frames before it (`history`, WindowPlan.history) is normalised over
+    more of the segment, so its audio is closer to the whole segment's than with its context alone; the
+    segment's last window given all of it is the whole segment's audio."""
+    for text in SENTENCES:
+        feats, whole = renders.features(text), renders.whole(text)
+        start, stop = feats.frames // 3, feats.frames // 3 + 48
+        expected = whole[start * SAMPLES_PER_FRAME : stop * SAMPLES_PER_FRAME]
+        alone = engine.window_decoder(feats, 8).decode([(start, stop)])
+        heard = engine.window_decoder(feats, 8).decode([(start, stop)], history=start)
+        assert mel_distance(expected, heard) < mel_distance(expected, alone), text
+        last = feats.frames // 2
+        tail = engine.window_decoder(feats, 8).decode([(last, feats.frames)], history=last)
+        np.testing.assert_allclose(tail, whole[last * SAMPLES_PER_FRAME :], atol=1e-4)
+
+
 @pytest.mark.asr
 def test_streaming_keeps_the_word_error_rate(renders):
     from tools.asr import transcribe, word_error_rate

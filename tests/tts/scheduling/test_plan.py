@@ -13,7 +13,7 @@ import pytest
 from tests.support.renders import SENTENCE, SENTENCES
 from tools.fidelity import mel_distance, seam_click_ratio
 from tts.config import SAMPLES_PER_FRAME
-from tts.engines.decode import FRAME_S
+from tts.engines.decode import FRAME_S, WindowDecoder
 from tts.scheduling.plan import BUDGET_SHARE, MIN_LANE_FRAMES, MIN_STEP_FRAMES, WindowPlan, Work
 from tts.scheduling.speed import DecodeSpeed
 from tts.scheduling.steps import WindowedDecode
@@ -79,6 +79,48 @@ def test_a_budgeted_step_fits_the_time_the_listener_has_left():
     assert grown == sorted(grown) and grown[0] < grown[-1], "a longer budget, a longer step"
     assert plan.step(280, 3, 300, 30.0, speed)[-1][1] == 300, "the end of the segment"
     assert plan.step(260, 3, 300, 0.4, speed)[-1][1] == 300, "a remainder under the floor joins the step"
+
+
+def test_a_step_alone_with_time_to_spare_hears_the_segment_before_it():
+    """`history`: a budgeted step of a session alone on the engine is decoded with up to
+    `history_frames` before each window, back to the segment's start, as far as BUDGET_SHARE of the
+    budget allows; otherwise (no budget, a shared engine, no time) with its context only."""
+    plan = WindowPlan(12, 120, 8, growth=4, lanes=2, history_frames=160)
+    speed = DecodeSpeed(call_s=0.01, frame_s=0.008, lane_frame_s=0.012)
+    assert plan.history([(60, 120)], 300, 30.0, speed) == 60, "back to the segment's start"
+    assert plan.history([(200, 260)], 300, 30.0, speed) == 160, "at most history_frames"
+    tight = speed.seconds([60 + 16]) / BUDGET_SHARE
+    assert plan.history([(200, 260)], 300, tight, speed) == 8, "no time to spare: the context"
+    for budget in (1.0, 1.3, 1.6):
+        history = plan.history([(200, 260)], 300, budget, speed)
+        assert 8 < history < 160, (budget, history)
+        assert speed.seconds([60 + 8 + history]) <= BUDGET_SHARE * budget, (budget, history)
+    lanes = [(60, 120), (120, 180)]
+    history = plan.history(lanes, 300, 30.0, speed)
+    assert history == 60 and speed.seconds([128, 128]) <= BUDGET_SHARE * 30.0, "each lane its own history"
+    assert plan.history([(60, 120)], 300, 30.0, speed, sharing=2) == 8, "another session waits"
+    assert plan.history([(60, 120)], 300, None, speed) == 8, "no listener to keep ahead"
+    assert WindowPlan(12, 120, 8).history([(60, 120)], 300, 30.0, speed) == 8, "history off"
+
+
+def test_a_planned_step_is_decoded_with_its_history():
+    """`WindowedDecode` decodes (and times) each step with the history the plan gave it."""
+    asked: list[list[tuple[int, int]]] = []
+
+    def decode(ranges: list[tuple[int, int]]) -> list[np.ndarray]:
+        asked.append(ranges)
+        return [np.zeros((stop - start) * SAMPLES_PER_FRAME, np.float32) for start, stop in ranges]
+
+    plan = WindowPlan(12, 120, 8, growth=4, lanes=1, history_frames=160)
+    speed = DecodeSpeed(call_s=0.01, frame_s=0.008, lane_frame_s=0.012)
+    steps = WindowedDecode(WindowDecoder(decode, 300, 8), plan, speed)
+    steps.next()
+    steps.next(30.0, 1)
+    steps.next(0.3, 1)
+    assert asked[0] == [(0, 20)], "the first window: its context"
+    assert asked[1][0][0] == 0, ("a budgeted step alone, time to spare: back to the segment's start", asked)
+    start = steps.windows[2][0]
+    assert asked[2][0][0] == start - 8, ("little time: its context only", asked)
 
 
 def test_a_step_slower_than_the_plan_allows_slows_the_speed_a_listener_starts_with() -> None:

@@ -48,10 +48,11 @@ class TTSConfig(ContainerSettings):
     window_first_frames: int = 12
     window_max_frames: int = 120
     window_context_frames: int = setting(8, within=(0, 50))
-    window_history_frames: int = setting(160, within=(0, 2000))
+    window_history_frames: int = setting(0, within=(0, 2000))
     """Frames before a window, back to its segment's start, that the decoder is also given when the
     listener's lead affords them (`WindowPlan.history`): the decoder normalises over what it is given,
-    so a window that hears the segment so far sounds like the whole segment (tts/README.md)."""
+    so a window that hears the segment so far sounds more like the whole segment, for more decoder work
+    (tts/README.md "Streaming inside a segment"). 0: off, each window decoded with its context only."""
     window_growth: int = setting(4, within=(1, 16))
     window_lanes: int = 0
     batch: int = setting(0, within=(0, 256))

@@ -34,9 +34,15 @@ class STTConfig(ContainerSettings):
     long a turn that sounds unfinished ("my number is five five five ...") waits for more. Over 1.5 s, so
     a thinking pause of 0.5-1.5 s inside a question does not cut it (`python -m benchmarks voice_turn`)."""
     turn_check_ms: int = setting(128, within=(32, 2000))
-    """Silence after speech at which the final decode starts and the turn model (Smart Turn) is asked
-    whether the utterance sounds finished; one that does ends there. Four VAD chunks: past most dips
-    between words (one or two chunks), so the decode is rarely wasted mid-sentence."""
+    """Silence after speech at which the turn model (Smart Turn) is asked whether the utterance sounds
+    finished, with the final decode of the audio it would end with (begun at `pause_decode_ms`); one that
+    does ends there. Four VAD chunks: past most dips between words (one or two chunks)."""
+    pause_decode_ms: int = setting(32, within=(32, 2000))
+    """Silence after speech at which that final decode starts, ahead of the verdict (at most
+    `turn_check_ms`): the decode (200-330 ms for a short question on 2 cores) runs while the rest of the
+    pause is heard, so the verdict waits for what is left of it. A decode begun at a dip that speech
+    comes back after is not the utterance's and is dropped: 2 dips of 64-96 ms in 64 spoken questions
+    (16 questions, 4 Kokoro voices; Kokoro's own pauses inside a sentence are 160-192 ms)."""
     turn_model: str = setting("smart-turn", one_of=("smart-turn", "off"))
     """`smart-turn`: Pipecat's Smart Turn v3.2 judges each pause (stt/engines/smart_turn.py); `off`: only
     `end_of_turn_ms` of silence ends a turn."""

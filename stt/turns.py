@@ -6,12 +6,15 @@ the turn is the caller's call (`end_turn`), made on the turn model's verdict (st
   kept, so the first word's onset is not cut); it is *confirmed*, and `SpeechStarted` goes out, once
   `min_speech_ms` of its chunks are speech. A candidate that falls silent before that is a false start
   (a cough, a click, a burst of noise): it is dropped and counted, and no client sees it.
-- `SpeechPaused` goes out when a confirmed utterance has been silent (below the release threshold,
-  Silero's own hysteresis: threshold - 0.15) for `turn_check_ms`: its audio is the audio the utterance
+- `PauseBegan` goes out when a confirmed utterance has been silent (below the release threshold,
+  Silero's own hysteresis: threshold - 0.15) for `pause_decode_ms`: its audio is the audio the utterance
   ends with if it ends in this pause (`speech_pad_ms` of the silence, the part not heard yet as zeros).
-  The caller decodes it and asks the turn model whether it sounds finished; a finished turn ends there
-  (`end_turn`, whose `UtteranceEnded` carries that same audio, so the decode already made is the
-  final's). Speech that comes back first makes it moot: `SpeechResumed` says so.
+  The caller starts decoding it, so the decode runs while the rest of the pause is heard.
+- `SpeechPaused` goes out when that silence has lasted `turn_check_ms`, with the same audio: the caller
+  asks the turn model whether it sounds finished; a finished turn ends there (`end_turn`, whose
+  `UtteranceEnded` carries that same audio, so the decode already made is the final's). Speech that
+  comes back first makes it moot: `SpeechResumed` says so (after a `PauseBegan` alone, nothing does:
+  the caller's decode is simply not the utterance's).
 - Otherwise the utterance ends after `end_of_turn_ms` of silence whatever the turn model said (the bound
   for a turn that sounds unfinished: "my number is five five five ..."), or when it reaches Whisper's
   30 s window; `UtteranceEnded` carries its audio with `speech_pad_ms` of the trailing silence.
@@ -48,6 +51,7 @@ class TurnPolicy:
     min_speech_ms: int = 200
     speech_pad_ms: int = 200
     turn_check_ms: int = 128
+    pause_decode_ms: int = 32
 
     @classmethod
     def from_config(cls, config: STTConfig) -> TurnPolicy:
@@ -57,6 +61,7 @@ class TurnPolicy:
             config.min_speech_ms,
             config.speech_pad_ms,
             config.turn_check_ms,
+            config.pause_decode_ms,
         )
 
 
@@ -75,8 +80,18 @@ class UtteranceEnded:
 
 
 @dataclass(frozen=True)
+class PauseBegan:
+    """The utterance so far, as it will end if the silence that began `pause_decode_ms` ago holds."""
+
+    utterance: int
+    samples: np.ndarray
+    start_ms: int
+    end_ms: int
+
+
+@dataclass(frozen=True)
 class SpeechPaused:
-    """The utterance so far, as it will end if the silence that began `speech_pad_ms` ago holds."""
+    """The silence has lasted `turn_check_ms`: the utterance as its `PauseBegan` said (the same audio)."""
 
     utterance: int
     samples: np.ndarray
@@ -91,7 +106,7 @@ class SpeechResumed:
     utterance: int
 
 
-TurnEvent = SpeechStarted | SpeechPaused | SpeechResumed | UtteranceEnded
+TurnEvent = SpeechStarted | PauseBegan | SpeechPaused | SpeechResumed | UtteranceEnded
 
 
 def reads_finished(text: str) -> bool:
@@ -122,6 +137,7 @@ class TurnTracker:
         self._release = max(policy.threshold - HYSTERESIS, 0.01)
         self._pad = _chunks(policy.speech_pad_ms)
         self._pause = max(1, _chunks(policy.turn_check_ms))
+        self._decode_at = min(max(1, _chunks(policy.pause_decode_ms)), self._pause)
         self._confirm = max(1, _chunks(policy.min_speech_ms))
         self._end = _chunks(policy.end_of_turn_ms)
         self._max = WHISPER_WINDOW_S * 1000 // VAD_CHUNK_MS
@@ -133,6 +149,7 @@ class TurnTracker:
         self._speech = 0
         self._silence = 0
         self._confirmed = False
+        self._began: PauseBegan | None = None
         self._paused: SpeechPaused | None = None
         self.utterances = 0
         self.false_starts = 0
@@ -205,6 +222,7 @@ class TurnTracker:
             if probability >= self._policy.threshold:
                 self._speech += 1
                 self._silence = 0
+                self._began = None
                 if self._paused is not None:
                     self._paused = None
                     return SpeechResumed(self.utterances)
@@ -214,8 +232,12 @@ class TurnTracker:
             self._confirmed = True
             self.utterances += 1
             return SpeechStarted(self.utterances, self._start_chunk * VAD_CHUNK_MS)
+        if self._confirmed and self._silence == self._decode_at < self._pause and self._pause < self._end:
+            self._began = PauseBegan(self.utterances, *self._pause_audio())
+            return self._began
         if self._confirmed and self._silence == self._pause and self._pause < self._end:
-            self._paused = self._pause_event()
+            began = self._began or PauseBegan(self.utterances, *self._pause_audio())
+            self._paused = SpeechPaused(began.utterance, began.samples, began.start_ms, began.end_ms)
             return self._paused
         if self._silence >= self._end:
             if self._confirmed:
@@ -226,14 +248,13 @@ class TurnTracker:
             return self._close(trailing=0)
         return None
 
-    def _pause_event(self) -> SpeechPaused:
-        """The audio the utterance ends with if this silence ends it: `speech_pad_ms` of the silence,
-        the part of the pad not heard yet as zeros."""
+    def _pause_audio(self) -> tuple[np.ndarray, int, int]:
+        """The audio the utterance ends with if this silence ends it (`speech_pad_ms` of the silence,
+        the part of the pad not heard yet as zeros), where it starts and ends in the stream (ms)."""
         samples, start_ms, _ = self._audio(keep=len(self._chunks) - max(0, self._silence - self._pad))
         unheard = max(0, self._pad - self._silence) * VAD_CHUNK_SAMPLES
         samples = np.concatenate([samples, np.zeros(unheard, np.float32)])
-        end_ms = start_ms + round(len(samples) * 1000 / STT_SAMPLE_RATE)
-        return SpeechPaused(self.utterances, samples, start_ms, end_ms)
+        return samples, start_ms, start_ms + round(len(samples) * 1000 / STT_SAMPLE_RATE)
 
     def _close(self, trailing: int) -> UtteranceEnded:
         """The utterance without its trailing silence past `speech_pad_ms`."""
@@ -252,4 +273,5 @@ class TurnTracker:
         self._chunks = []
         self._speech = self._silence = 0
         self._confirmed = False
+        self._began = None
         self._paused = None

@@ -8,10 +8,10 @@ audio goes through the VAD's turn tracker (`stt/turns.py`) as it arrives:
 - `partial` while the user talks: the growing utterance re-decoded at most every `partial_interval_ms`,
   one decode in flight at a time, so a slower machine simply gets fewer partials;
 - `pause` when the speech pauses for `turn_check_ms` (`SpeechPaused`): the final decode of the audio the
-  utterance ends with if it ends here starts at once, and beside it the turn model (Smart Turn) judges
-  whether it sounds finished; with both in, `pause` says what the transcript is, how finished it sounds
-  and whether the turn ends here (`stt.turns.ends_turn`: on sound and meaning). `speech_resumed` when
-  speech comes back after a pause;
+  utterance ends with if it ends here started `pause_decode_ms` into the silence (`PauseBegan`), and
+  the turn model (Smart Turn) judges whether it sounds finished; with both in, `pause` says what the
+  transcript is, how finished it sounds and whether the turn ends here (`stt.turns.ends_turn`: on sound
+  and meaning). `speech_resumed` when speech comes back after a pause;
 - `final` per utterance, with its words: at the pause that ends the turn (the decode already made is
   its transcript), or after `end_of_turn_ms` of silence whatever the turn model said (the same early
   decode, when the utterance ends with the same audio).
@@ -34,6 +34,7 @@ from stt.config import STTConfig
 from stt.engines.whisper import Transcript
 from stt.serving.model_host import ModelHost
 from stt.turns import (
+    PauseBegan,
     SpeechPaused,
     SpeechResumed,
     SpeechStarted,
@@ -48,6 +49,15 @@ from stt.wire import protocol
 from stt.wire.protocol import End, ProtocolError, looks_like_control, parse_control, pcm_samples
 
 log = logging.getLogger("stt.serving.session")
+
+
+def _same_audio(paused: PauseBegan | SpeechPaused, other: SpeechPaused | UtteranceEnded) -> bool:
+    """Whether a pause's audio is `other`'s: the same utterance, start and length (the silence held)."""
+    return (paused.utterance, paused.start_ms, len(paused.samples)) == (
+        other.utterance,
+        other.start_ms,
+        len(other.samples),
+    )
 
 
 def _forget(task: asyncio.Task[Transcript]) -> None:
@@ -73,7 +83,7 @@ class Session:
         self._partial: asyncio.Task[None] | None = None
         self._partial_at = 0.0
         self._partial_text: dict[int, str] = {}
-        self._early: tuple[SpeechPaused, asyncio.Task[Transcript]] | None = None
+        self._early: tuple[PauseBegan | SpeechPaused, asyncio.Task[Transcript]] | None = None
         """The final decode started at the latest pause, for the audio it decodes."""
 
     async def run(self) -> None:
@@ -148,11 +158,13 @@ class Session:
             if isinstance(event, SpeechStarted):
                 self._partial_at = asyncio.get_running_loop().time()
                 await self._send(protocol.speech_started(event.utterance, event.start_ms))
+            elif isinstance(event, PauseBegan):
+                self._decode_early(event)
             elif isinstance(event, SpeechPaused):
-                self._drop_early()
-                decode = asyncio.create_task(
-                    self._host.decode(event.samples, final=True, offset_ms=event.start_ms)
-                )
+                if self._early is not None and _same_audio(self._early[0], event):
+                    decode = self._early[1]  # begun at its PauseBegan
+                else:
+                    decode = self._decode_early(event)
                 self._early = (event, decode)
                 self._judging = asyncio.create_task(self._judge(event, decode))
             elif isinstance(event, SpeechResumed):
@@ -200,17 +212,20 @@ class Session:
             if ends and (ended := self._turns.end_turn(paused.utterance)) is not None:
                 await self._on_events([ended])
 
+    def _decode_early(self, pause: PauseBegan | SpeechPaused) -> asyncio.Task[Transcript]:
+        """Start the final decode of the audio the utterance ends with if it ends in this pause."""
+        self._drop_early()
+        decode = asyncio.create_task(self._host.decode(pause.samples, final=True, offset_ms=pause.start_ms))
+        self._early = (pause, decode)
+        return decode
+
     def _early_for(self, ended: UtteranceEnded) -> asyncio.Task[Transcript] | None:
         """The early decode of exactly `ended`'s audio (the same utterance, start and length), if any."""
         early, self._early = self._early, None
         if early is None:
             return None
         paused, task = early
-        if (paused.utterance, paused.start_ms, len(paused.samples)) == (
-            ended.utterance,
-            ended.start_ms,
-            len(ended.samples),
-        ):
+        if _same_audio(paused, ended):
             return task
         _forget(task)  # speech resumed after the pause: that audio is not the utterance
         return None
@@ -227,7 +242,7 @@ class Session:
         one ended is up, and the user is not pausing. A partial costs what the final costs (Whisper
         encodes its whole 30 s window: 650-850 ms for a short question on 2 cores), and one still in
         flight when the speech ends delays the final by what it has left: not starting one in a pause
-        keeps the decoder free for the early final, which starts 128 ms into it."""
+        keeps the decoder free for the early final, which starts `pause_decode_ms` into it."""
         loop = asyncio.get_running_loop()
         if not self._turns.in_utterance or self._turns.pausing:
             return

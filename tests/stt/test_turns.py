@@ -8,6 +8,7 @@ import pytest
 
 from stt.config import VAD_CHUNK_MS, VAD_CHUNK_SAMPLES, STTConfig
 from stt.turns import (
+    PauseBegan,
     SpeechPaused,
     SpeechResumed,
     SpeechStarted,
@@ -37,11 +38,13 @@ def chunk_ids(event: UtteranceEnded) -> list[int]:
 
 def test_speech_is_confirmed_after_min_speech_and_ends_after_the_silence():
     tracker, events = run([0.0] * 5 + [0.9] * 6 + [0.0] * 12)
-    started, paused, ended = events
+    started, began, paused, ended = events
     assert started == SpeechStarted(1, 3 * VAD_CHUNK_MS)  # two chunks of pre-roll before chunk 5
-    # two chunks (the pad) into the silence, the audio is what the utterance ends with
-    assert isinstance(paused, SpeechPaused) and paused.end_ms == ended.end_ms
-    assert np.array_equal(paused.samples, ended.samples)
+    # one chunk into the silence the pause begins (its decode starts), four chunks in it is judged, on
+    # the same audio: what the utterance ends with (the pad's chunk not heard yet a zero)
+    assert isinstance(began, PauseBegan) and isinstance(paused, SpeechPaused)
+    assert np.array_equal(began.samples, paused.samples) and began.end_ms == paused.end_ms == ended.end_ms
+    assert np.array_equal(paused.samples[:-VAD_CHUNK_SAMPLES], ended.samples[:-VAD_CHUNK_SAMPLES])
     assert isinstance(ended, UtteranceEnded) and ended.utterance == 1
     # pre-roll 3-4, speech 5-10, then the trailing silence cut to the pad (two chunks)
     assert chunk_ids(ended) == list(range(3, 13))
@@ -58,11 +61,32 @@ def test_a_short_burst_is_a_false_start_and_never_reported():
 def test_a_pause_shorter_than_the_turn_end_keeps_one_utterance():
     _, events = run([0.9] * 4 + [0.1] * 8 + [0.9] * 4 + [0.0] * 12)
     # paused twice; the first pause's audio is not the utterance's (speech resumed after it)
-    kinds = [SpeechStarted, SpeechPaused, SpeechResumed, SpeechPaused, UtteranceEnded]
+    kinds = [SpeechStarted, PauseBegan, SpeechPaused, SpeechResumed, PauseBegan, SpeechPaused, UtteranceEnded]
     assert [type(e) for e in events] == kinds
-    first_pause, resumed, last_pause, ended = events[1:]
+    _, first_pause, resumed, _, last_pause, ended = events[1:]
     assert resumed == SpeechResumed(1)
     assert len(first_pause.samples) < len(ended.samples) == len(last_pause.samples)
+
+
+def test_a_dip_shorter_than_the_check_begins_a_pause_and_nothing_else():
+    """A pause begins (its decode may start) at `pause_decode_ms` of silence; speech back before
+    `turn_check_ms` leaves no `SpeechPaused` or `SpeechResumed`, and the next silence begins anew, its
+    `SpeechPaused` on that pause's audio."""
+    _, events = run([0.9] * 6 + [0.0] * 2 + [0.9] * 4 + [0.0] * 12)
+    kinds = [SpeechStarted, PauseBegan, PauseBegan, SpeechPaused, UtteranceEnded]
+    assert [type(e) for e in events] == kinds
+    _, dip, began, paused, ended = events
+    assert len(dip.samples) < len(began.samples) == len(paused.samples) == len(ended.samples)
+    assert np.array_equal(began.samples, paused.samples)
+
+
+def test_a_pause_decoded_at_the_check_begins_there():
+    """`pause_decode_ms` at (or past) `turn_check_ms`: no `PauseBegan`, the decode starts at the check."""
+    policy = TurnPolicy(
+        threshold=0.5, end_of_turn_ms=320, min_speech_ms=96, speech_pad_ms=64, pause_decode_ms=500
+    )
+    _, events = run([0.9] * 6 + [0.0] * 12, policy)
+    assert [type(e) for e in events] == [SpeechStarted, SpeechPaused, UtteranceEnded]
 
 
 def feed(tracker: TurnTracker, count: int) -> list:
@@ -95,8 +119,8 @@ def test_a_check_later_than_the_pad_judges_the_audio_the_bound_would_end_with():
         threshold=0.5, end_of_turn_ms=640, min_speech_ms=96, speech_pad_ms=64, turn_check_ms=200
     )
     _, events = run([0.9] * 6 + [0.0] * 30, policy)
-    _, paused, ended = events
-    assert np.array_equal(paused.samples, ended.samples)
+    _, _, paused, ended = events
+    assert len(paused.samples) == len(ended.samples)
     assert (paused.start_ms, paused.end_ms) == (ended.start_ms, ended.end_ms)
 
 
@@ -141,9 +165,11 @@ def test_two_utterances_are_numbered_in_order():
     _, events = run([0.9] * 4 + [0.0] * 12 + [0.9] * 4 + [0.0] * 12)
     assert [(type(e).__name__, e.utterance) for e in events] == [
         ("SpeechStarted", 1),
+        ("PauseBegan", 1),
         ("SpeechPaused", 1),
         ("UtteranceEnded", 1),
         ("SpeechStarted", 2),
+        ("PauseBegan", 2),
         ("SpeechPaused", 2),
         ("UtteranceEnded", 2),
     ]
@@ -162,13 +188,13 @@ def test_an_utterance_is_cut_at_whispers_window():
 
 
 def test_a_pause_shorter_than_the_pad_stands_in_silence_for_the_pad_not_heard_yet():
-    """With a 320 ms pad the pause comes at 128 ms: the early audio is the final's length, its speech
+    """With a 320 ms pad the pause begins at 32 ms: the early audio is the final's length, its speech
     the same, and the pad's last chunks zeros."""
     policy = TurnPolicy(threshold=0.5, end_of_turn_ms=640, min_speech_ms=96, speech_pad_ms=320)
     _, events = run([0.9] * 6 + [0.0] * 30, policy)
-    _, paused, ended = events
+    _, _, paused, ended = events
     assert isinstance(paused, SpeechPaused) and len(paused.samples) == len(ended.samples)
-    heard = 6 + 4  # speech, then the four chunks of silence heard at the pause
+    heard = 6 + 1  # speech, then the chunk of silence heard when the pause began
     assert np.array_equal(
         paused.samples[: heard * VAD_CHUNK_SAMPLES], ended.samples[: heard * VAD_CHUNK_SAMPLES]
     )

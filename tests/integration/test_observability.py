@@ -30,6 +30,11 @@ pytestmark = pytest.mark.integration
 TTS = [{"Name": "Service", "Value": "tts"}]
 SENTENCE = "The parcel left the warehouse this morning and should reach you by Thursday."
 PROMPT = "Where is my order?"
+TRIES = 3
+# The emulator's loopback hop adds to what the client measures: 5-25 ms on a connection's first streams,
+# then about 50 ms on every stream (8 in a row: 12, 25, 50, 55, 52, 49, 50, 48 ms; 56 ms in a full test
+# run's one stream). What the container measured never exceeds what the client did.
+HOP_MS = 80
 WAIT_S = 90  # a 10 s period, the emulator's 1 s log poll and 1 s evaluation, many times over
 
 
@@ -86,19 +91,25 @@ def eventually(probe, what: str):
 
 
 async def test_first_audio_in_cloudwatch_is_what_the_client_measured(stack):
+    """Each stream's first audio as the container puts it in CloudWatch (three streams, each in a second
+    of its own) is what the client measured less the emulator's hop: never more, at most HOP_MS less."""
     cloudwatch = boto3.client("cloudwatch")  # the stack fixture exported AWS_ENDPOINT_URL_CLOUDWATCH
     sagemaker = await client(stack)
     # The client's first stream pays for its connection (55 ms more than the container saw, here).
     await first_audio_ms(sagemaker)
     start = math.ceil(time.time())  # requests go with whole seconds: the warm-up's line stays before it
-    await asyncio.sleep(start - time.time())
-    measured = await first_audio_ms(sagemaker)
+    measured = []
+    for _ in range(TRIES):
+        await asyncio.sleep(math.ceil(time.time()) - time.time())  # each stream's line in a second of its own
+        measured.append(await first_audio_ms(sagemaker))
     values = await asyncio.to_thread(
         eventually,
-        lambda: series(cloudwatch, FIRST_AUDIO_METRIC, "Maximum", start),
-        "a first-audio datapoint",
+        lambda: len(found := series(cloudwatch, FIRST_AUDIO_METRIC, "Maximum", start)) >= TRIES and found,
+        "a first-audio datapoint per stream",
     )
-    assert values == [pytest.approx(measured, abs=20)], f"client measured {measured:.1f} ms"
+    assert len(values) == TRIES, (values, measured)
+    for value, seen in zip(values, measured, strict=True):
+        assert seen - HOP_MS <= value <= seen + 1, (values, measured)
     listed = cloudwatch.list_metrics(Namespace=METRICS_NAMESPACE, Dimensions=TTS)["Metrics"]
     assert {"TimeToFirstAudio", "Stalls", "RealTimeFactor", "SessionsActive"} <= {
         m["MetricName"] for m in listed
